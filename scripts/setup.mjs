@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+// One-shot set-up run by `npm install` (postinstall): llama.cpp source, addon build,
+// TypeScript build and the default model. Every step is skipped when its output is current,
+// so a second `npm install` costs seconds.
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = new Set(process.argv.slice(2));
+const log = (msg) => process.stdout.write(`[arbitra setup] ${msg}\n`);
+
+function run(cmd, argv, opts = {}) {
+  execFileSync(cmd, argv, { stdio: 'inherit', cwd: root, ...opts });
+}
+
+function llamaSource() {
+  const pkgDir = path.join(root, 'node_modules', 'node-llama-cpp', 'llama');
+  const bundle = path.join(pkgDir, 'gitRelease.bundle');
+  const info = JSON.parse(fs.readFileSync(path.join(pkgDir, 'llama.cpp.info.json'), 'utf8'));
+  const dest = path.join(root, 'deps', 'llama.cpp');
+  const stampFile = path.join(root, 'deps', 'llama.cpp.stamp');
+  const bundleId = `${info.tag}:${fs.statSync(bundle).size}`;
+  if (fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === bundleId) return;
+  log(`extracting llama.cpp ${info.tag} from the node-llama-cpp git bundle`);
+  fs.rmSync(dest, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  run('git', ['clone', '--quiet', bundle, dest]);
+  fs.writeFileSync(stampFile, bundleId);
+}
+
+function wantCuda() {
+  const flag = process.env.ARBITRA_CUDA;
+  if (flag === '0' || flag === 'off') return false;
+  if (flag === '1' || flag === 'on') return true;
+  try {
+    execFileSync('nvcc', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function hashTree(hash, dir) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) hashTree(hash, p);
+    else hash.update(entry.name).update(fs.readFileSync(p));
+  }
+}
+
+function buildAddon() {
+  const cuda = wantCuda();
+  const native = process.env.ARBITRA_NATIVE === '1';
+  const hash = createHash('sha256');
+  hashTree(hash, path.join(root, 'native'));
+  hash.update(fs.readFileSync(path.join(root, 'CMakeLists.txt')));
+  hash.update(fs.readFileSync(path.join(root, 'deps', 'llama.cpp.stamp')));
+  hash.update(`${process.versions.modules}:${cuda}:${native}`);
+  const stamp = hash.digest('hex');
+  const stampFile = path.join(root, 'build', 'arbitra.stamp');
+  const addon = path.join(root, 'build', 'Release', 'arbitra.node');
+  if (fs.existsSync(addon) && fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === stamp) {
+    log('addon is up to date');
+    return;
+  }
+  log(`building the addon (backend: ${cuda ? 'cuda' : 'cpu'}, cpu flags: ${native ? 'native' : 'portable x86-64-v3'})`);
+  const jobs = String(Number(process.env.ARBITRA_BUILD_JOBS) || os.availableParallelism());
+  // cmake-js would download Node's headers; the ones installed beside node are used when present.
+  const env = { ...process.env };
+  const localHeaders = path.resolve(path.dirname(process.execPath), '..');
+  if (!env.npm_config_nodedir && fs.existsSync(path.join(localHeaders, 'include', 'node', 'node.h'))) env.npm_config_nodedir = localHeaders;
+  run(process.execPath, [
+    path.join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js'),
+    'compile', '--out', 'build', '--parallel', jobs,
+    `--CDARBITRA_CUDA=${cuda ? 'ON' : 'OFF'}`,
+    `--CDARBITRA_NATIVE=${native ? 'ON' : 'OFF'}`,
+  ], { env });
+  fs.writeFileSync(stampFile, stamp);
+}
+
+function buildTypeScript() {
+  const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  if (!fs.existsSync(tsc)) {
+    log('typescript is not installed (production install): using the shipped dist/');
+    return;
+  }
+  log('compiling TypeScript');
+  run(process.execPath, [tsc, '-p', 'tsconfig.json']);
+}
+
+try {
+  llamaSource();
+  buildAddon();
+  if (!args.has('--addon-only')) {
+    buildTypeScript();
+    if (process.env.ARBITRA_SKIP_MODEL !== '1') {
+      const { ensureDefaultModel } = await import('../dist/engine/default-model.js');
+      await ensureDefaultModel(path.join(root, 'models'), log);
+    }
+  }
+} catch (err) {
+  process.stderr.write(`[arbitra setup] failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,52 @@
+// The one catalogue of error codes. Every non-422 error leaves the service as
+//   {"detail": {"error_type": "<code>", "message": "<sentence>", ...context}}
+// and every 422 as pydantic's HTTPValidationError {"detail": [ValidationError, ...]}.
+
+export interface ValidationErrorItem {
+  type: string;
+  loc: (string | number)[];
+  msg: string;
+  input?: unknown;
+  ctx?: Record<string, unknown>;
+}
+
+export const ERROR_CODES = {
+  authentication_error: 401,
+  payment_required: 402,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  quota_exceeded: 429,
+  rate_limited: 429,
+  too_many_requests: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly context: Record<string, unknown> = {},
+    /** Retry hint in seconds; sets Retry-After and retry-after-ms. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = ERROR_CODES[code];
+  }
+}
+
+export class ValidationFailure extends Error {
+  readonly status = 422;
+  constructor(readonly detail: ValidationErrorItem[]) {
+    super(detail.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; '));
+    this.name = 'ValidationFailure';
+  }
+}
