@@ -63,3 +63,41 @@ export interface RetentionStore {
   /** A stable pseudonym for the key, the same on every call and worker. */
   pseudonym(keyId: string): string;
 }
+
+// --- Records added with the console, waitlist, traces and verification tokens (issue 3). ---
+
+export interface WaitlistEntry {
+  email: string;
+  company: string | null;
+  use_case: string;
+  consent: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One observed outcome of an earlier decision, kept per API key for later calibration. */
+export interface TraceRecord {
+  key_id: string;
+  /** The id of the SystemOneResponse this outcome belongs to. */
+  request_id: string;
+  /** The question name in that request; "" when the trace covers the whole request. */
+  question: string;
+  /** The label that turned out true (choice label, score level, or a boolean for noul). */
+  outcome: string | number | boolean;
+  observed_at: string | null;
+  metadata: Record<string, unknown> | null;
+  received_at: string;
+}
+
+export interface VerificationTokenRecord {
+  user_id: string;
+  email: string;
+  purpose: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+export type VerificationUseResult =
+  | { status: 'ok'; record: VerificationTokenRecord }
+  | { status: 'not_found' | 'used' | 'expired' };

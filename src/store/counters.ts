@@ -1,0 +1,210 @@
+// Usage counters and the state behind the request gate. Each admission is one LMDB write
+// transaction (transactionSync), and LMDB's writer lock is shared by every process that opens the
+// environment, so checks and increments are exact across cluster workers.
+import type { StoreEnv } from './env.js';
+import { secondsToUtcMidnight, secondsToUtcMonthEnd, utcDay, utcMonth } from './clock.js';
+import { randomBase62 } from './secret.js';
+
+export interface AdmitLimits {
+  requestsPerSecond: number;
+  maxInFlight: number;
+  freeDailyDecisions: number;
+  monthlyCap: number;
+  billing: boolean;
+  startingBalanceEur: number;
+}
+
+export type AdmitResult =
+  | { ok: true; slotId: string }
+  | { ok: false; reason: 'in_flight' | 'per_second'; retryAfterSeconds: number }
+  | { ok: false; reason: 'daily_quota' | 'monthly_cap'; retryAfterSeconds: number; limit: number }
+  | { ok: false; reason: 'balance'; balanceEur: string };
+
+export interface UsageDayRow {
+  key_id: string;
+  day: string;
+  requests: number;
+  rate_limited: number;
+}
+
+interface DayCounts {
+  requests: number;
+  rate_limited: number;
+}
+
+interface Slot {
+  pid: number;
+  at: number;
+}
+
+/** A slot older than this is taken to be leaked even when its pid is alive (pid reuse). */
+const SLOT_STALE_MS = 15 * 60 * 1000;
+
+function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the pid exists but belongs to someone else, so it is alive.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const MICRO = 1_000_000;
+
+export interface CounterStore {
+  /** Checks every limit and, when all pass, counts the call and takes an in-flight slot. */
+  admit(key: { id: string; user_id: string }, limits: AdmitLimits, nowMs?: number): AdmitResult;
+  release(keyId: string, slotId: string): void;
+  /** Fixed one-minute window per IP; returns seconds to wait, or 0 when admitted. */
+  hitIp(ip: string, perMinute: number, nowMs?: number): number;
+  /** Subtracts micro-EUR from the user's balance (initialised to the starting balance). */
+  charge(userId: string, microEur: number, startingBalanceEur: number): number;
+  /** Adds credit; returns the new balance in micro-EUR. */
+  credit(userId: string, microEur: number, startingBalanceEur: number): Promise<number>;
+  balanceMicro(userId: string, startingBalanceEur: number): number;
+  inFlight(keyId: string): number;
+  /** Rows per key per UTC day, newest day first. */
+  usageRows(keyIds: string[]): UsageDayRow[];
+  keyMonthRequests(keyId: string, month: string): number;
+  userMonthRequests(userId: string, month: string): number;
+}
+
+export function createCounterStore(env: StoreEnv): CounterStore {
+  const { usage_day, user_day, user_month, rate, in_flight, ip_rate, balances } = env.dbs;
+
+  function bump(keyId: string, day: string, field: keyof DayCounts): void {
+    const cur = (usage_day.get([keyId, day]) as DayCounts | undefined) ?? { requests: 0, rate_limited: 0 };
+    usage_day.putSync([keyId, day], { ...cur, [field]: cur[field] + 1 });
+  }
+
+  function liveSlots(keyId: string, nowMs: number): number {
+    let live = 0;
+    // Collected first: removing under an open cursor is not safe.
+    const entries = [...in_flight.getRange({ start: [keyId], end: [keyId, '\uffff'] })];
+    for (const { key, value } of entries) {
+      const slot = value as Slot;
+      if (nowMs - slot.at > SLOT_STALE_MS || !pidAlive(slot.pid)) in_flight.removeSync(key);
+      else live++;
+    }
+    return live;
+  }
+
+  function balanceIn(userId: string, startingBalanceEur: number): number {
+    return (balances.get(userId) as number | undefined) ?? Math.round(startingBalanceEur * MICRO);
+  }
+
+  return {
+    admit(key, limits, nowMs = Date.now()) {
+      const day = utcDay(nowMs);
+      const month = utcMonth(nowMs);
+      const second = Math.floor(nowMs / 1000);
+      return env.root.transactionSync((): AdmitResult => {
+        const reject = (r: Exclude<AdmitResult, { ok: true }>): AdmitResult => {
+          bump(key.id, day, 'rate_limited');
+          return r;
+        };
+        if (liveSlots(key.id, nowMs) >= limits.maxInFlight) {
+          return reject({ ok: false, reason: 'in_flight', retryAfterSeconds: 1 });
+        }
+        const r = rate.get(key.id) as { second: number; count: number } | undefined;
+        const inSecond = r && r.second === second ? r.count : 0;
+        if (inSecond >= limits.requestsPerSecond) {
+          return reject({ ok: false, reason: 'per_second', retryAfterSeconds: 1 });
+        }
+        const monthCount = (user_month.get([key.user_id, month]) as number | undefined) ?? 0;
+        if (monthCount >= limits.monthlyCap) {
+          return reject({
+            ok: false,
+            reason: 'monthly_cap',
+            retryAfterSeconds: secondsToUtcMonthEnd(nowMs),
+            limit: limits.monthlyCap,
+          });
+        }
+        const dayCount = (user_day.get([key.user_id, day]) as number | undefined) ?? 0;
+        if (limits.billing) {
+          const balance = balanceIn(key.user_id, limits.startingBalanceEur);
+          if (balance <= 0) {
+            // A 402 is not a rate limit, so it is not counted in rate_limited.
+            return { ok: false, reason: 'balance', balanceEur: (balance / MICRO).toFixed(6) };
+          }
+        } else if (dayCount >= limits.freeDailyDecisions) {
+          return reject({
+            ok: false,
+            reason: 'daily_quota',
+            retryAfterSeconds: secondsToUtcMidnight(nowMs),
+            limit: limits.freeDailyDecisions,
+          });
+        }
+        rate.putSync(key.id, { second, count: inSecond + 1 });
+        user_day.putSync([key.user_id, day], dayCount + 1);
+        user_month.putSync([key.user_id, month], monthCount + 1);
+        bump(key.id, day, 'requests');
+        const slotId = randomBase62(16);
+        in_flight.putSync([key.id, slotId], { pid: process.pid, at: nowMs } satisfies Slot);
+        return { ok: true, slotId };
+      });
+    },
+
+    release(keyId, slotId) {
+      env.root.transactionSync(() => in_flight.removeSync([keyId, slotId]));
+    },
+
+    hitIp(ip, perMinute, nowMs = Date.now()) {
+      const minute = Math.floor(nowMs / 60000);
+      return env.root.transactionSync(() => {
+        const r = ip_rate.get(ip) as { minute: number; count: number } | undefined;
+        const count = r && r.minute === minute ? r.count : 0;
+        if (count >= perMinute) return Math.max(1, Math.ceil(((minute + 1) * 60000 - nowMs) / 1000));
+        ip_rate.putSync(ip, { minute, count: count + 1 });
+        return 0;
+      });
+    },
+
+    charge(userId, microEur, startingBalanceEur) {
+      return env.root.transactionSync(() => {
+        const next = balanceIn(userId, startingBalanceEur) - microEur;
+        balances.putSync(userId, next);
+        return next;
+      });
+    },
+
+    async credit(userId, microEur, startingBalanceEur) {
+      const next = env.root.transactionSync(() => {
+        const value = balanceIn(userId, startingBalanceEur) + microEur;
+        balances.putSync(userId, value);
+        return value;
+      });
+      await env.flushed();
+      return next;
+    },
+
+    balanceMicro: (userId, startingBalanceEur) => balanceIn(userId, startingBalanceEur),
+
+    inFlight(keyId) {
+      return in_flight.getKeysCount({ start: [keyId], end: [keyId, '\uffff'] });
+    },
+
+    usageRows(keyIds) {
+      const rows: UsageDayRow[] = [];
+      for (const keyId of keyIds) {
+        for (const { key, value } of usage_day.getRange({ start: [keyId], end: [keyId, '\uffff'] })) {
+          const v = value as DayCounts;
+          rows.push({ key_id: keyId, day: (key as [string, string])[1], requests: v.requests, rate_limited: v.rate_limited });
+        }
+      }
+      return rows.sort((a, b) => b.day.localeCompare(a.day) || a.key_id.localeCompare(b.key_id));
+    },
+
+    keyMonthRequests(keyId, month) {
+      let total = 0;
+      for (const { value } of usage_day.getRange({ start: [keyId, `${month}-00`], end: [keyId, `${month}-99`] })) {
+        total += (value as DayCounts).requests;
+      }
+      return total;
+    },
+
+    userMonthRequests: (userId, month) => (user_month.get([userId, month]) as number | undefined) ?? 0,
+  };
+}

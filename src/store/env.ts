@@ -1,0 +1,66 @@
+// The one LMDB environment in the data dir and its named sub-databases. Every module of the store
+// gets its databases from here; nothing else opens LMDB.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+
+export const DB_NAMES = [
+  'users', // user_id -> UserRecord
+  'user_emails', // email -> user_id
+  'keys', // key_id -> StoredKey
+  'key_hashes', // hmac(secret) hex -> key_id
+  'user_keys', // [user_id, key_id] -> true
+  'key_last_used', // key_id -> ms (kept apart so marking use never races a revoke)
+  'idempotency', // [key_id, idempotency_key] -> IdempotencyEntry
+  'idempotency_order', // [created_ms, key_id, idempotency_key] -> true (eviction and purge order)
+  'retention', // [key_id, request_id] -> RetainedRecord
+  'retention_expiry', // [retention_until_ms, key_id, request_id] -> true
+  'usage_day', // [key_id, 'YYYY-MM-DD'] -> { requests, rate_limited }
+  'user_day', // [user_id, 'YYYY-MM-DD'] -> decisions admitted
+  'user_month', // [user_id, 'YYYY-MM'] -> decisions admitted
+  'meta', // small counters kept with the data, e.g. the idempotency entry count
+  'rate', // key_id -> { second, count }
+  'in_flight', // [key_id, slot_id] -> { pid, at }
+  'ip_rate', // ip -> { minute, count }
+  'balances', // user_id -> balance in micro-EUR (integer)
+  'waitlist', // email -> WaitlistEntry
+  'traces', // [key_id, request_id, question] -> TraceRecord
+  'verification_tokens', // hmac(token) hex -> VerificationTokenRecord
+] as const;
+
+export type DbName = (typeof DB_NAMES)[number];
+
+export interface StoreEnv {
+  root: RootDatabase;
+  dbs: Record<DbName, Database<any, any>>;
+  /**
+   * Waits until every write committed so far (async or transactionSync) is flushed to disk.
+   * Acknowledging writes call this before returning, so a kill -9 right after a 200 loses nothing.
+   */
+  flushed(): Promise<void>;
+}
+
+export function openEnv(dataDir: string): StoreEnv {
+  mkdirSync(dataDir, { recursive: true });
+  const root = open({
+    path: join(dataDir, 'arbitra.mdb'),
+    maxDbs: DB_NAMES.length + 4,
+    // Commits become visible at once (counters stay fast) and are fsynced just after; acknowledging
+    // writes wait on root.flushed. Never noSync: durability is a requirement.
+    overlappingSync: true,
+    noSync: false,
+    noMetaSync: false,
+    mapSize: 2 * 1024 ** 3,
+  });
+  const dbs = {} as Record<DbName, Database<any, any>>;
+  for (const name of DB_NAMES) {
+    dbs[name] = root.openDB({ name, encoding: 'msgpack' });
+  }
+  return {
+    root,
+    dbs,
+    flushed: async () => {
+      await root.flushed;
+    },
+  };
+}

@@ -1,0 +1,104 @@
+// API keys. The secret is "arb_" + 43 base62 characters (256 bits); only its HMAC-SHA-256 under the
+// server secret is stored, and verification is a lookup by that hash.
+import type { StoreEnv } from './env.js';
+import { iso } from './clock.js';
+import { randomBase62, type Hasher } from './secret.js';
+import type { UserStoreInternal } from './users.js';
+import { normaliseEmail } from './users.js';
+import type { ApiKeyRecord, KeyStore } from './types.js';
+
+export const KEY_PREFIX = 'arb_';
+const SECRET_CHARS = 43;
+const SECRET_RE = /^arb_[0-9A-Za-z]{43}$/;
+const HASH_PURPOSE = 'api-key';
+
+interface StoredKey extends Omit<ApiKeyRecord, 'last_used_at'> {
+  hash: string;
+}
+
+/** True when the string has the shape of one of our keys; cheap check before hashing. */
+export function looksLikeApiKey(secret: string): boolean {
+  return SECRET_RE.test(secret);
+}
+
+export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Hasher): KeyStore {
+  const { keys, key_hashes, user_keys, key_last_used } = env.dbs;
+
+  function toRecord(stored: StoredKey): ApiKeyRecord {
+    const { hash: _hash, ...rest } = stored;
+    const used = key_last_used.get(stored.id) as number | undefined;
+    return { ...rest, last_used_at: used === undefined ? null : iso(used) };
+  }
+
+  function getStored(id: string): StoredKey | null {
+    return (keys.get(id) as StoredKey | undefined) ?? null;
+  }
+
+  return {
+    async create(email, name) {
+      const secret = KEY_PREFIX + randomBase62(SECRET_CHARS);
+      const digest = hash(HASH_PURPOSE, secret);
+      const stored = env.root.transactionSync(() => {
+        const user = users.ensureInTxn(email);
+        const record: StoredKey = {
+          id: `key_${randomBase62(20)}`,
+          user_id: user.id,
+          email: user.email,
+          name: name === undefined || name.trim() === '' ? 'Default' : name,
+          prefix: secret.slice(0, KEY_PREFIX.length + 4),
+          masked: `${secret.slice(0, KEY_PREFIX.length + 4)}…${secret.slice(-4)}`,
+          created_at: iso(Date.now()),
+          revoked_at: null,
+          hash: digest,
+        };
+        keys.putSync(record.id, record);
+        key_hashes.putSync(digest, record.id);
+        user_keys.putSync([user.id, record.id], true);
+        return record;
+      });
+      await env.flushed();
+      return { record: toRecord(stored), secret };
+    },
+
+    async verify(secret) {
+      if (!looksLikeApiKey(secret)) return null;
+      const id = key_hashes.get(hash(HASH_PURPOSE, secret)) as string | undefined;
+      const stored = id === undefined ? null : getStored(id);
+      if (!stored || stored.revoked_at !== null) return null;
+      const now = Date.now();
+      // Not awaited to disk: last_used_at is informational and must not add an fsync per request.
+      void key_last_used.put(stored.id, now);
+      return { ...toRecord(stored), last_used_at: iso(now) };
+    },
+
+    async list(email) {
+      const user = users.getByEmail(email);
+      if (!user) return [];
+      const out: ApiKeyRecord[] = [];
+      for (const k of user_keys.getKeys({ start: [user.id], end: [user.id, '\uffff'] })) {
+        const stored = getStored((k as [string, string])[1]);
+        if (stored) out.push(toRecord(stored));
+      }
+      return out.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+    },
+
+    async get(id) {
+      const stored = getStored(id);
+      return stored ? toRecord(stored) : null;
+    },
+
+    async revoke(id, email) {
+      const owner = email === null ? null : normaliseEmail(email);
+      const result = env.root.transactionSync(() => {
+        const stored = getStored(id);
+        if (!stored || (owner !== null && stored.email !== owner)) return null;
+        if (stored.revoked_at !== null) return stored;
+        const revoked: StoredKey = { ...stored, revoked_at: iso(Date.now()) };
+        keys.putSync(id, revoked);
+        return revoked;
+      });
+      await env.flushed();
+      return result ? toRecord(result) : null;
+    },
+  };
+}

@@ -1,0 +1,38 @@
+// Waitlist sign-ups, one per email (lower-cased): a second sign-up updates the first.
+import type { StoreEnv } from './env.js';
+import { iso } from './clock.js';
+import { normaliseEmail } from './users.js';
+import type { WaitlistEntry } from './types.js';
+
+export interface WaitlistStore {
+  upsert(entry: { email: string; company: string | null; use_case: string; consent: boolean }): Promise<WaitlistEntry>;
+  get(email: string): WaitlistEntry | null;
+  count(): number;
+}
+
+export function createWaitlistStore(env: StoreEnv): WaitlistStore {
+  const { waitlist } = env.dbs;
+  return {
+    async upsert(input) {
+      const email = normaliseEmail(input.email);
+      const entry = env.root.transactionSync(() => {
+        const now = iso(Date.now());
+        const old = waitlist.get(email) as WaitlistEntry | undefined;
+        const next: WaitlistEntry = {
+          email,
+          company: input.company,
+          use_case: input.use_case,
+          consent: input.consent,
+          created_at: old?.created_at ?? now,
+          updated_at: now,
+        };
+        waitlist.putSync(email, next);
+        return next;
+      });
+      await env.flushed();
+      return entry;
+    },
+    get: (email) => (waitlist.get(normaliseEmail(email)) as WaitlistEntry | undefined) ?? null,
+    count: () => waitlist.getKeysCount(),
+  };
+}
