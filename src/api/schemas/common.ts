@@ -1,0 +1,19 @@
+// Building blocks shared by the request and response schemas.
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Any JSON object; arrays are not objects here (TypeBox's default policy rejects them). */
+export const JsonObject = Type.Record(Type.String(), Type.Unknown());
+
+/**
+ * Free-form content as the third party's clients send it for state, instructions and criteria
+ * descriptions: text, a JSON object, a JSON array, or null.
+ */
+export const Entry = Type.Union([Type.String(), JsonObject, Type.Array(Type.Unknown()), Type.Null()], {
+  description: 'Text, a JSON object or a JSON array (shown to the model as compact JSON), or null.',
+});
+export type Entry = Static<typeof Entry>;
+
+export const ConfidenceBand = Type.Union(
+  [Type.Literal('high'), Type.Literal('leaning'), Type.Literal('low'), Type.Null()],
+  { description: 'Calibration band; always null while calibration is disabled during beta.' },
+);
