@@ -1,3 +1,5 @@
+import type { TSchema } from '@sinclair/typebox';
+
 // The transport-neutral request and response that every route handler sees; the uWebSockets.js
 // and node:http adapters both translate to and from these, so routes never know which one runs.
 
@@ -36,4 +38,35 @@ export interface Route {
   /** Name used as the `route` label in metrics; defaults to the pattern. */
   name?: string;
   handler: RouteHandler;
+  /** One-line description for the OpenAPI document. */
+  summary?: string;
+  /** TypeBox schemas the OpenAPI document is generated from (validation stays in the handler). */
+  schemas?: { body?: TSchema; response?: TSchema; params?: TSchema };
+  /** Who may call it, for the OpenAPI security requirements; defaults to 'none'. */
+  auth?: 'api_key' | 'console' | 'none';
+  /** OpenAPI tag grouping the route; defaults to the first path segment after /v1. */
+  tag?: string;
 }
+
+/** A response ready for the wire: status, every header, and the encoded body. */
+export interface WireResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** What a transport needs from the application: the pipeline below the socket. */
+export interface HttpApp {
+  /** Bodies larger than this are refused with 413 before they are buffered. */
+  maxBodyBytes: number;
+  /** A fresh request: id, start time, params empty, body empty until the transport fills it. */
+  begin(init: { method: string; url: string; headers: Record<string, string>; ip: string }): HttpRequest;
+  /** Checks the declared body before any byte is read; a WireResponse means refuse the request with it. */
+  precheck(req: HttpRequest): WireResponse | null;
+  /** Renders a 413 for a body that outgrew the limit while streaming. */
+  tooLarge(req: HttpRequest): WireResponse;
+  /** Routes, runs and renders; never throws. */
+  handle(req: HttpRequest): Promise<WireResponse>;
+}
+
+export type HttpImplementation = 'uws' | 'node';

@@ -1,0 +1,64 @@
+// Turns what a handler returned or threw into bytes on the wire, with the headers every response
+// carries. The only place where an exception becomes an HTTP status.
+import { ApiError, ValidationFailure } from './errors.js';
+import type { HttpRequest, HttpResponse, WireResponse } from '../http/types.js';
+
+export const API_VERSION = '2026-10-12';
+const JSON_TYPE = 'application/json';
+
+export type ErrorLogger = (line: string) => void;
+
+/** The body every non-422 error carries. */
+export function errorBody(err: ApiError): { detail: Record<string, unknown> } {
+  return { detail: { error_type: err.code, message: err.message, ...err.context } };
+}
+
+function standardHeaders(req: HttpRequest): Record<string, string> {
+  return {
+    'content-type': JSON_TYPE,
+    'x-arbitra-api-version': API_VERSION,
+    'x-request-id': req.requestId,
+  };
+}
+
+/** Serialises a handler's response; handler headers win over the standard ones except the version. */
+export function renderResponse(req: HttpRequest, res: HttpResponse): WireResponse {
+  const headers = standardHeaders(req);
+  let body: Buffer;
+  if (res.body === undefined) body = Buffer.alloc(0);
+  else if (Buffer.isBuffer(res.body)) body = res.body;
+  else if (typeof res.body === 'string') body = Buffer.from(res.body, 'utf8');
+  else body = Buffer.from(JSON.stringify(res.body), 'utf8');
+  for (const [name, value] of Object.entries(res.headers ?? {})) headers[name.toLowerCase()] = value;
+  headers['x-arbitra-api-version'] = API_VERSION;
+  return { status: res.status, headers, body };
+}
+
+/**
+ * Renders anything thrown below the transport. Unknown exceptions become a 500 with a generic
+ * message; the log line names the route and the error, never the body or credentials.
+ */
+export function renderError(req: HttpRequest, err: unknown, log: ErrorLogger = defaultLog): WireResponse {
+  if (err instanceof ValidationFailure) {
+    return renderResponse(req, { status: 422, body: { detail: err.detail } });
+  }
+  if (err instanceof ApiError) {
+    const headers: Record<string, string> = {};
+    if (err.status === 429 || err.status === 503) {
+      const seconds = Math.max(0, err.retryAfterSeconds ?? 1);
+      headers['retry-after'] = String(Math.ceil(seconds));
+      headers['retry-after-ms'] = String(Math.ceil(seconds * 1000));
+    }
+    return renderResponse(req, { status: err.status, headers, body: errorBody(err) });
+  }
+  const what = err instanceof Error ? `${err.name}: ${err.message}\n${err.stack ?? ''}` : String(err);
+  log(`internal error on ${req.method} ${req.path} (request ${req.requestId}): ${what}`);
+  return renderResponse(req, {
+    status: 500,
+    body: errorBody(new ApiError('internal_error', 'The server failed to process the request; it has been logged.')),
+  });
+}
+
+function defaultLog(line: string): void {
+  process.stderr.write(`${line}\n`);
+}

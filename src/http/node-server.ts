@@ -1,0 +1,69 @@
+// node:http transport: the fallback where uWebSockets.js cannot load, and the reference the uWS
+// adapter is tested against.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { HttpApp, WireResponse } from './types.js';
+import type { RunningServer } from './server.js';
+
+export function startNodeServer(app: HttpApp, host: string, port: number): Promise<RunningServer> {
+  const server = http.createServer((req, res) => {
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    const request = app.begin({
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
+      headers,
+      ip: req.socket.remoteAddress ?? '',
+    });
+    const send = (wire: WireResponse): void => {
+      if (res.headersSent || res.destroyed) return;
+      res.writeHead(wire.status, { ...wire.headers, 'content-length': String(wire.body.length) });
+      res.end(wire.body);
+    };
+    const refused = app.precheck(request);
+    if (refused) {
+      send(refused);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > app.maxBodyBytes) {
+        over = true;
+        chunks.length = 0;
+        send(app.tooLarge(request));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (over) return;
+      request.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      void app.handle(request).then(send);
+    });
+    req.on('error', () => res.destroy());
+  });
+  // Keep-alive connections must not outlive a graceful close forever.
+  server.keepAliveTimeout = 5_000;
+
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port }, () => {
+      server.off('error', reject);
+      resolve({
+        implementation: 'node',
+        port: (server.address() as AddressInfo).port,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeIdleConnections();
+          }),
+      });
+    });
+  });
+}
