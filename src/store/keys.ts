@@ -66,8 +66,9 @@ export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Ha
       const stored = id === undefined ? null : getStored(id);
       if (!stored || stored.revoked_at !== null) return null;
       const now = Date.now();
-      // Not awaited to disk: last_used_at is informational and must not add an fsync per request.
-      void key_last_used.put(stored.id, now);
+      // Awaited until committed (visible to every process) but not until flushed: last_used_at is
+      // informational and must not add an fsync to every request.
+      await key_last_used.put(stored.id, now);
       return { ...toRecord(stored), last_used_at: iso(now) };
     },
 

@@ -1,0 +1,180 @@
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { openStore } from '../../src/store/index.js';
+import { createGate, createIpLimiter } from '../../src/limits/gate.js';
+import { loadLimitsConfig, type LimitsConfig } from '../../src/limits/config.js';
+import { ApiError } from '../../src/api/errors.js';
+import { utcDay } from '../../src/store/clock.js';
+
+const CHILD = fileURLToPath(new URL('./fixtures/admit-child.ts', import.meta.url));
+
+function config(over: Record<string, string>): LimitsConfig {
+  return loadLimitsConfig({
+    ARBITRA_RATE_LIMIT_RPS: '100000',
+    ARBITRA_MAX_IN_FLIGHT: '100000',
+    ARBITRA_FREE_DAILY_DECISIONS: '100000',
+    ARBITRA_MONTHLY_CAP: '100000',
+    ...over,
+  });
+}
+
+function runChild(env: Record<string, string>, args: string[]): { done: Promise<string>; kill: () => void; firstLine: Promise<string> } {
+  const child = spawn(process.execPath, [...process.execArgv, CHILD, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  let resolveFirst: (l: string) => void;
+  const firstLine = new Promise<string>((r) => (resolveFirst = r));
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (out.includes('\n')) resolveFirst(out.split('\n')[0]!);
+  });
+  const done = new Promise<string>((resolve, reject) => {
+    child.on('exit', (code, signal) => (code === 0 || signal ? resolve(out) : reject(new Error(`child exit ${code}`))));
+  });
+  return { done, firstLine, kill: () => child.kill('SIGKILL') };
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string | null> {
+  try {
+    await p;
+    return null;
+  } catch (err) {
+    return err instanceof ApiError ? err.code : String(err);
+  }
+}
+
+t.test('1,000 parallel admits against a daily limit of 100 let exactly 100 through (one process)', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { record } = await store.keys.create('one@x.io');
+  const gate = createGate(store, config({ ARBITRA_FREE_DAILY_DECISIONS: '100' }));
+  const results = await Promise.allSettled(Array.from({ length: 1000 }, () => gate.admit(record)));
+  t.equal(results.filter((r) => r.status === 'fulfilled').length, 100);
+  const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+  const err = rejected.reason as ApiError;
+  t.equal(err.code, 'quota_exceeded');
+  t.equal(err.status, 429);
+  const d = new Date();
+  const toMidnight = (Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1) - d.getTime()) / 1000;
+  t.ok(Math.abs((err.retryAfterSeconds ?? 0) - toMidnight) < 5, 'Retry-After is the seconds to midnight UTC');
+  const rows = store.counters.usageRows([record.id]);
+  t.same(rows, [{ key_id: record.id, day: utcDay(Date.now()), requests: 100, rate_limited: 900 }]);
+});
+
+t.test('exact across several processes sharing the LMDB file', async (t) => {
+  const dir = t.testdir();
+  const store = await openStore(dir);
+  t.teardown(() => store.close());
+  const { record } = await store.keys.create('multi@x.io');
+  const env = { ARBITRA_FREE_DAILY_DECISIONS: '100', ARBITRA_RATE_LIMIT_RPS: '100000', ARBITRA_MAX_IN_FLIGHT: '100000' };
+  const children = Array.from({ length: 4 }, () => runChild(env, [dir, JSON.stringify(record), '250']));
+  const outputs = await Promise.all(children.map((c) => c.done));
+  const parsed = outputs.map((o) => JSON.parse(o.trim()) as { ok: number; codes: string[] });
+  t.equal(parsed.reduce((n, p) => n + p.ok, 0), 100, 'exactly 100 of 1,000 admitted');
+  t.same(new Set(parsed.flatMap((p) => p.codes)), new Set(['quota_exceeded']));
+  t.equal(store.counters.userMonthRequests(record.user_id, utcDay(Date.now()).slice(0, 7)), 100);
+});
+
+t.test('per-second limit answers rate_limited with Retry-After', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { record } = await store.keys.create('rps@x.io');
+  const gate = createGate(store, config({ ARBITRA_RATE_LIMIT_RPS: '3' }));
+  // Start at the beginning of a second so the three fit in one window.
+  await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+  for (let i = 0; i < 3; i++) (await gate.admit(record)).release();
+  const err = await gate.admit(record).catch((e: ApiError) => e);
+  t.ok(err instanceof ApiError);
+  t.equal((err as ApiError).code, 'rate_limited');
+  t.equal((err as ApiError).retryAfterSeconds, 1);
+  await new Promise((r) => setTimeout(r, 1000));
+  t.equal(await codeOf(gate.admit(record)), null, 'admitted again in the next second');
+});
+
+t.test('in-flight limit; release frees the slot; a dead process does not leak its slot', async (t) => {
+  const dir = t.testdir();
+  const store = await openStore(dir);
+  t.teardown(() => store.close());
+  const { record } = await store.keys.create('fly@x.io');
+  const gate = createGate(store, config({ ARBITRA_MAX_IN_FLIGHT: '1' }));
+  const a = await gate.admit(record);
+  t.equal(await codeOf(gate.admit(record)), 'rate_limited');
+  a.release();
+  a.release(); // a second release must not free someone else's slot
+  const b = await gate.admit(record);
+  b.release();
+
+  const holder = runChild({ HOLD: '1', ARBITRA_MAX_IN_FLIGHT: '1' }, [dir, JSON.stringify(record), '1']);
+  t.equal(await holder.firstLine, 'held');
+  t.equal(await codeOf(gate.admit(record)), 'rate_limited', 'the live child holds the only slot');
+  holder.kill();
+  await holder.done;
+  const c = await gate.admit(record);
+  t.pass('slot of the killed process was reclaimed');
+  c.release();
+  t.equal(store.counters.inFlight(record.id), 0);
+});
+
+t.test('monthly cap is enforced with quota_exceeded naming the cap', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { record } = await store.keys.create('cap@x.io');
+  const gate = createGate(store, config({ ARBITRA_MONTHLY_CAP: '2' }));
+  (await gate.admit(record)).release();
+  (await gate.admit(record)).release();
+  const err = (await gate.admit(record).catch((e: unknown) => e)) as ApiError;
+  t.equal(err.code, 'quota_exceeded');
+  t.match(err.message, /monthly cap of 2/);
+  t.equal(err.context.limit_type, 'monthly_cap');
+  t.ok((err.retryAfterSeconds ?? 0) > 0);
+});
+
+t.test('billing: 402 with topup/payg urls when the balance cannot cover; meter charges', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { record } = await store.keys.create('pay@x.io');
+  const limits = config({
+    ARBITRA_BILLING: 'on',
+    ARBITRA_PRICE_EUR_PER_1K_INPUT_TOKENS: '0.0005',
+    ARBITRA_TOPUP_URL: 'https://example.eu/topup',
+    ARBITRA_PAYG_URL: 'https://example.eu/payg',
+  });
+  const gate = createGate(store, limits);
+  const err = (await gate.admit(record).catch((e: unknown) => e)) as ApiError;
+  t.equal(err.code, 'payment_required');
+  t.equal(err.status, 402);
+  t.same({ topup_url: err.context.topup_url, payg_url: err.context.payg_url }, {
+    topup_url: 'https://example.eu/topup',
+    payg_url: 'https://example.eu/payg',
+  });
+  await store.counters.credit(record.user_id, 1_000, 0); // 0.001 EUR
+  const adm = await gate.admit(record);
+  t.same(await gate.meter(record, { inputTokens: 1234, outputTokens: 2 }), { cost_eur: '0.000617', cost_currency: 'EUR' });
+  adm.release();
+  t.equal(store.counters.balanceMicro(record.user_id, 0), 383);
+  (await gate.admit(record)).release();
+  await gate.meter(record, { inputTokens: 1000, outputTokens: 1 });
+  t.equal(await codeOf(gate.admit(record)), 'payment_required', 'a negative balance blocks the next call');
+  t.equal(await createGate(store, config({})).meter(record, { inputTokens: 10, outputTokens: 1 }), null, 'no charge with billing off');
+});
+
+t.test('IP limiter answers too_many_requests with Retry-After', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const ip = createIpLimiter(store, config({ ARBITRA_IP_LIMIT_PER_MINUTE: '2' }));
+  ip.check('10.0.0.1');
+  ip.check('10.0.0.1');
+  ip.check('10.0.0.2');
+  let err: unknown;
+  try {
+    ip.check('10.0.0.1');
+  } catch (e) {
+    err = e;
+  }
+  t.equal((err as ApiError).code, 'too_many_requests');
+  const ra = (err as ApiError).retryAfterSeconds ?? 0;
+  t.ok(ra >= 1 && ra <= 60);
+});
