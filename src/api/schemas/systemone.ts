@@ -107,14 +107,14 @@ const requestMembers = {
 
 export const SystemOneRequest = Type.Object({
   ...requestMembers,
-  questions: Type.Record(Type.String(), Question, { description: 'question name → question; at least one. Names are never shown to the model.' }),
+  questions: Type.Record(Type.String(), Question, { minProperties: 1, description: 'question name → question; at least one. Names are never shown to the model.' }),
 });
 export type SystemOneRequest = Static<typeof SystemOneRequest>;
 
 /** The request with every question still unchecked: each question is validated against its own variant. */
 export const SystemOneEnvelope = Type.Object({
   ...requestMembers,
-  questions: Type.Record(Type.String(), JsonObject),
+  questions: Type.Record(Type.String(), JsonObject, { minProperties: 1 }),
 });
 
 // ---- response ----
