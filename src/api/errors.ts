@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  /** A resource that existed but has lapsed for good, e.g. an expired verification token. */
+  gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   quota_exceeded: 429,

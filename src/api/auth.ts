@@ -1,0 +1,84 @@
+// Who is calling: API keys (Authorization: Bearer) for the API routes, the operator's console
+// token plus a user email for /v1/console/*. The two never stand in for each other.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ApiError, ValidationFailure } from './errors.js';
+import type { HttpRequest } from '../http/types.js';
+import type { ApiKeyRecord, KeyStore } from '../store/types.js';
+
+const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+export async function authenticate(req: HttpRequest, keys: KeyStore): Promise<ApiKeyRecord> {
+  const header = req.headers['authorization'];
+  if (header === undefined || header.trim() === '') {
+    throw new ApiError('authentication_error', 'Missing API key: send the header "Authorization: Bearer <API_KEY>".');
+  }
+  const match = BEARER_RE.exec(header.trim());
+  if (!match) {
+    throw new ApiError('authentication_error', 'Malformed Authorization header: expected "Bearer <API_KEY>".');
+  }
+  const record = await keys.verify(match[1]!);
+  if (!record) {
+    throw new ApiError('authentication_error', 'Invalid API key: it is unknown or has been revoked.');
+  }
+  return record;
+}
+
+export interface ConsoleIdentity {
+  /** The console user's email, lower-cased. */
+  email: string;
+}
+
+const EMAIL_RE = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]{2,}$/;
+
+export function isValidEmail(value: string): boolean {
+  return value.length <= 254 && EMAIL_RE.test(value);
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  // Digests first, so the comparison takes the same time whatever the lengths.
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+/**
+ * The console caller: X-Arbitra-Console-Token (or X-TypeSafe-Console-Token) must equal the
+ * operator's ARBITRA_CONSOLE_TOKEN, and X-Arbitra-User-Email (or X-TypeSafe-User-Email) names the
+ * user. With no console token configured the console is closed (503), never open.
+ */
+export function consoleIdentity(req: HttpRequest, consoleToken: string | undefined): ConsoleIdentity {
+  if (consoleToken === undefined || consoleToken === '') {
+    throw new ApiError(
+      'service_unavailable',
+      'Console routes are disabled: the operator has not configured ARBITRA_CONSOLE_TOKEN.',
+    );
+  }
+  const given = req.headers['x-arbitra-console-token'] ?? req.headers['x-typesafe-console-token'];
+  if (given === undefined || given === '') {
+    throw new ApiError(
+      'authentication_error',
+      'Missing console token: console routes need the X-Arbitra-Console-Token header (an API key does not open them).',
+    );
+  }
+  if (!sameSecret(given, consoleToken)) {
+    throw new ApiError('authentication_error', 'Invalid console token.');
+  }
+  const headerName = req.headers['x-arbitra-user-email'] !== undefined ? 'x-arbitra-user-email' : 'x-typesafe-user-email';
+  const raw = req.headers[headerName];
+  if (raw === undefined || raw.trim() === '') {
+    throw new ValidationFailure([{ type: 'missing', loc: ['header', 'x-arbitra-user-email'], msg: 'Field required', input: null }]);
+  }
+  const email = raw.trim().toLowerCase();
+  if (!isValidEmail(email)) {
+    throw new ValidationFailure([
+      {
+        type: 'value_error',
+        loc: ['header', headerName],
+        msg: 'value is not a valid email address',
+        input: raw,
+        ctx: { reason: 'expected an address of the form name@domain.tld' },
+      },
+    ]);
+  }
+  return { email };
+}
