@@ -1,6 +1,7 @@
 // Turns what a handler returned or threw into bytes on the wire, with the headers every response
 // carries. The only place where an exception becomes an HTTP status.
 import { ApiError, ValidationFailure } from './errors.js';
+import { EngineError } from '../engine/types.js';
 import type { HttpRequest, HttpResponse, WireResponse } from '../http/types.js';
 
 export const API_VERSION = '2026-10-12';
@@ -41,6 +42,10 @@ export function renderResponse(req: HttpRequest, res: HttpResponse): WireRespons
 export function renderError(req: HttpRequest, err: unknown, log: ErrorLogger = defaultLog): WireResponse {
   if (err instanceof ValidationFailure) {
     return renderResponse(req, { status: 422, body: { detail: err.detail } });
+  }
+  if (err instanceof EngineError && (err.code === 'unavailable' || err.code === 'closed')) {
+    // The engine process is restarting or still loading; clients retry, as Retry-After tells them.
+    err = new ApiError('service_unavailable', 'The model engine is not available right now; retry shortly.', {}, 2);
   }
   if (err instanceof ApiError) {
     const headers: Record<string, string> = {};

@@ -44,6 +44,8 @@ export interface Route {
   schemas?: { body?: TSchema; response?: TSchema; params?: TSchema };
   /** Who may call it, for the OpenAPI security requirements; defaults to 'none'. */
   auth?: 'api_key' | 'console' | 'none';
+  /** Error statuses the route may answer beyond those implied by auth, body and path (e.g. [402, 409, 429]). */
+  errorStatuses?: number[];
   /** OpenAPI tag grouping the route; defaults to the first path segment after /v1. */
   tag?: string;
 }

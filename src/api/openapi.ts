@@ -1,0 +1,153 @@
+// OpenAPI 3.1 from the routes themselves: their TypeBox schemas are JSON Schema already, so the
+// document cannot drift from what is validated. Error responses come from the one error catalogue.
+import { Type, type TSchema } from '@sinclair/typebox';
+import { ERROR_CODES } from './errors.js';
+import { API_VERSION } from './render.js';
+import type { Route } from '../http/types.js';
+
+const ValidationError = Type.Object({
+  loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
+  msg: Type.String(),
+  type: Type.String(),
+  input: Type.Optional(Type.Unknown()),
+  ctx: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+const HTTPValidationError = Type.Object({ detail: Type.Optional(Type.Array(ValidationError)) });
+const ErrorResponse = Type.Object(
+  {
+    detail: Type.Object(
+      {
+        error_type: Type.Union(Object.keys(ERROR_CODES).map((c) => Type.Literal(c))),
+        message: Type.String(),
+      },
+      { additionalProperties: true, description: 'error_type and message, plus context members of the error (e.g. topup_url and payg_url on 402)' },
+    ),
+  },
+  { description: 'Every error other than 422' },
+);
+
+type Json = Record<string, unknown>;
+
+/** A plain JSON copy of a schema: TypeBox's symbol keys dropped, $id-named schemas moved to components. */
+function toJson(schema: TSchema, components: Json): Json {
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (!node || typeof node !== 'object') return node;
+    const out: Json = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$id') continue;
+      out[key] = key === '$ref' && typeof value === 'string' && !value.startsWith('#') ? `#/components/schemas/${value}` : walk(value);
+    }
+    const id = (node as Json).$id;
+    if (typeof id === 'string') {
+      components[id] = out;
+      return { $ref: `#/components/schemas/${id}` };
+    }
+    return out;
+  };
+  return walk(schema) as Json;
+}
+
+const ERROR_STATUSES_BY_AUTH: Record<string, number[]> = {
+  api_key: [401],
+  console: [401, 503],
+  none: [],
+};
+
+export function generateOpenApi(routes: readonly Route[], info: { title?: string; version?: string } = {}): Json {
+  const components: Json = {};
+  const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+  components.HTTPValidationError = toJson(HTTPValidationError, components);
+  components.ValidationError = toJson(ValidationError, components);
+  components.ErrorResponse = toJson(ErrorResponse, components);
+  const errorResponse = (status: number) => {
+    const codes = Object.entries(ERROR_CODES)
+      .filter(([, s]) => s === status)
+      .map(([c]) => c);
+    return {
+      description: `Error: ${codes.join(', ')}`,
+      content: { 'application/json': { schema: ref('ErrorResponse') } },
+      ...(status === 429 || status === 503
+        ? {
+            headers: {
+              'Retry-After': { schema: { type: 'integer' }, description: 'seconds to wait' },
+              'retry-after-ms': { schema: { type: 'integer' }, description: 'milliseconds to wait' },
+            },
+          }
+        : {}),
+    };
+  };
+
+  const paths: Json = {};
+  for (const route of routes) {
+    const item = (paths[route.path] ??= {}) as Json;
+    const auth = route.auth ?? 'none';
+    const responses: Json = {
+      '200': {
+        description: 'Success',
+        content: { 'application/json': { schema: route.schemas?.response ? toJson(route.schemas.response, components) : {} } },
+      },
+    };
+    const statuses = new Set<number>(ERROR_STATUSES_BY_AUTH[auth]);
+    if (route.schemas?.body) {
+      statuses.add(413);
+      statuses.add(415);
+    }
+    for (const s of route.errorStatuses ?? []) statuses.add(s);
+    if (route.path.includes('{')) statuses.add(404);
+    statuses.add(500);
+    if (route.schemas?.body || route.path.includes('{')) {
+      responses['422'] = { description: 'Validation error', content: { 'application/json': { schema: ref('HTTPValidationError') } } };
+    }
+    for (const s of [...statuses].sort()) responses[String(s)] = errorResponse(s);
+
+    const parameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => {
+      const p = route.schemas?.params?.properties?.[m[1]!] as TSchema | undefined;
+      return { name: m[1], in: 'path', required: true, schema: p ? toJson(p, components) : { type: 'string' } };
+    });
+    if (auth === 'console') {
+      parameters.push(
+        { name: 'X-Arbitra-Console-Token', in: 'header', required: false, schema: { type: 'string' } } as never,
+        { name: 'X-Arbitra-User-Email', in: 'header', required: false, schema: { type: 'string' } } as never,
+      );
+    }
+    item[route.method.toLowerCase()] = {
+      operationId: operationId(route),
+      summary: route.summary,
+      tags: [route.tag ?? tagOf(route.path)],
+      ...(parameters.length ? { parameters } : {}),
+      ...(route.schemas?.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: toJson(route.schemas.body, components) } } } }
+        : {}),
+      responses,
+      ...(auth === 'api_key' ? { security: [{ bearerAuth: [] }] } : auth === 'console' ? { security: [{ consoleToken: [] }] } : {}),
+    };
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: info.title ?? 'Arbitra',
+      version: info.version ?? API_VERSION,
+      description: 'Self-hosted typed decision API. Every response carries x-arbitra-api-version and x-request-id.',
+    },
+    paths,
+    components: {
+      schemas: components,
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' },
+        consoleToken: { type: 'apiKey', in: 'header', name: 'X-Arbitra-Console-Token' },
+      },
+    },
+  };
+}
+
+function tagOf(path: string): string {
+  const parts = path.split('/').filter(Boolean);
+  return parts[0] === 'v1' ? (parts[1] ?? 'v1') : (parts[0] ?? 'root');
+}
+
+function operationId(route: Route): string {
+  const words = route.path.replace(/[{}]/g, '').split(/[^A-Za-z0-9]+/).filter(Boolean);
+  return [route.method.toLowerCase(), ...words].join('_');
+}

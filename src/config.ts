@@ -1,0 +1,171 @@
+// Server configuration from flags and ARBITRA_* variables (a flag wins over its variable). Every
+// invalid value is a ConfigError with a one-line message naming the flag or variable.
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULT_MODEL_FILE } from './engine/default-model.js';
+import type { EngineOptions } from './engine/types.js';
+import type { HttpImplementation } from './http/types.js';
+import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
+import { loadLimitsConfig, type LimitsConfig } from './limits/config.js';
+import { packageRoot } from './paths.js';
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** Path of the GGUF model file. */
+  model: string;
+  /** true when no model was named, so the default one may be fetched. */
+  modelIsDefault: boolean;
+  /** HTTP worker processes; 0 runs everything in one process. */
+  workers: number;
+  /** Operator secret of the console routes; undefined leaves them closed (503). */
+  consoleToken: string | undefined;
+  maxBodyBytes: number;
+  /** Extra model aliases, alias → target (a served model id or "default"). */
+  modelAliases: Record<string, string>;
+  /** Prompt tokens a state may take without the long-context header. */
+  contextTokens: number;
+  /** Transport preference: ARBITRA_HTTP=node forces node:http. */
+  http: HttpImplementation | undefined;
+  engine: Partial<EngineOptions>;
+  limits: LimitsConfig;
+}
+
+export const DEFAULT_CONTEXT_TOKENS = 8192;
+
+interface Setting {
+  flag: string;
+  env: string;
+  help: string;
+  /** false for switches like --help that take no value */
+  takesValue?: boolean;
+}
+
+/** Flags of `arbitra serve` with their variables; the CLI help is generated from this table. */
+export const SERVE_SETTINGS: readonly Setting[] = [
+  { flag: '--host', env: 'ARBITRA_HOST', help: 'address to listen on (default 127.0.0.1)' },
+  { flag: '--port', env: 'ARBITRA_PORT', help: 'TCP port, 0 picks a free one (default 8080)' },
+  { flag: '--data-dir', env: 'ARBITRA_DATA_DIR', help: 'LMDB data folder (default ./data)' },
+  { flag: '--model', env: 'ARBITRA_MODEL', help: `GGUF model file (default models/${DEFAULT_MODEL_FILE}, fetched when missing)` },
+  { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
+  { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
+  { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: `prompt tokens allowed without the long-context header (default ${DEFAULT_CONTEXT_TOKENS})` },
+  { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'engine KV cache cells shared by all sequences' },
+  { flag: '--threads', env: 'ARBITRA_THREADS', help: 'engine CPU threads' },
+  { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
+  { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
+  { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
+];
+
+/** Variables without a flag (secrets stay out of the process list). */
+export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
+  { env: 'ARBITRA_CONSOLE_TOKEN', help: 'operator secret for /v1/console/* (unset: console routes answer 503)' },
+  { env: 'ARBITRA_MODEL_ALIASES', help: 'extra model aliases, e.g. "fast=default,eu-small=default"' },
+  { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
+  { env: 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', help: 'idempotency entry lifetime (default 86400)' },
+  { env: 'ARBITRA_IDEMPOTENCY_MAX', help: 'idempotency entries kept per key (default 2048)' },
+];
+
+/** Reads `--flag value` / `--flag=value` pairs; an unknown flag or a missing value is an error. */
+export function parseFlags(argv: readonly string[], known: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${JSON.stringify(arg)}`);
+    const eq = arg.indexOf('=');
+    const flag = eq < 0 ? arg : arg.slice(0, eq);
+    if (!known.includes(flag)) throw new ConfigError(`unknown option ${flag} (see arbitra --help)`);
+    let value: string | undefined;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else {
+      value = argv[i + 1];
+      if (value === undefined || value.startsWith('--')) throw new ConfigError(`${flag} needs a value`);
+      i++;
+    }
+    out[flag] = value;
+  }
+  return out;
+}
+
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
+  const flags = parseFlags(argv, SERVE_SETTINGS.map((s) => s.flag));
+  const raw = (flag: string): { value: string; source: string } | undefined => {
+    const setting = SERVE_SETTINGS.find((s) => s.flag === flag)!;
+    if (flags[flag] !== undefined) return { value: flags[flag]!, source: flag };
+    const fromEnv = env[setting.env];
+    if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, source: setting.env };
+    return undefined;
+  };
+  const int = (flag: string, min: number, max: number): number | undefined => {
+    const r = raw(flag);
+    if (!r) return undefined;
+    if (!/^\d+$/.test(r.value.trim()) || Number(r.value) < min || Number(r.value) > max) {
+      throw new ConfigError(`${r.source} must be an integer from ${min} to ${max}, got ${JSON.stringify(r.value)}`);
+    }
+    return Number(r.value);
+  };
+
+  const host = raw('--host')?.value ?? '127.0.0.1';
+  const namedModel = raw('--model')?.value;
+  const engine: Partial<EngineOptions> = {};
+  const engineKnobs: [string, keyof EngineOptions, number][] = [
+    ['--ctx-size', 'contextSize', 1 << 24],
+    ['--threads', 'threads', 1024],
+    ['--max-sequences', 'maxSequences', 4096],
+    ['--batch-size', 'batchSize', 1 << 20],
+  ];
+  for (const [flag, key, max] of engineKnobs) {
+    const v = int(flag, 1, max);
+    if (v !== undefined) engine[key] = v;
+  }
+  const gpuLayers = int('--gpu-layers', 0, 100_000);
+  if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
+
+  let limits: LimitsConfig;
+  try {
+    limits = loadLimitsConfig(env);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+
+  const httpPref = env.ARBITRA_HTTP;
+  if (httpPref !== undefined && httpPref !== '' && httpPref !== 'node' && httpPref !== 'uws') {
+    throw new ConfigError(`ARBITRA_HTTP must be "uws" or "node", got ${JSON.stringify(httpPref)}`);
+  }
+  const consoleToken = env.ARBITRA_CONSOLE_TOKEN;
+  if (consoleToken !== undefined && consoleToken !== '' && consoleToken.length < 16) {
+    throw new ConfigError('ARBITRA_CONSOLE_TOKEN must be at least 16 characters');
+  }
+
+  return {
+    host,
+    port: int('--port', 0, 65535) ?? 8080,
+    dataDir: path.resolve(raw('--data-dir')?.value ?? 'data'),
+    model: namedModel ? path.resolve(namedModel) : path.join(packageRoot(), 'models', DEFAULT_MODEL_FILE),
+    modelIsDefault: !namedModel,
+    workers: int('--workers', 0, 1024) ?? os.availableParallelism(),
+    consoleToken: consoleToken || undefined,
+    maxBodyBytes: int('--max-body-bytes', 1, 1 << 30) ?? DEFAULT_MAX_BODY_BYTES,
+    modelAliases: parseAliases(env.ARBITRA_MODEL_ALIASES),
+    contextTokens: int('--context-tokens', 16, 1 << 24) ?? DEFAULT_CONTEXT_TOKENS,
+    http: (httpPref || undefined) as HttpImplementation | undefined,
+    engine,
+    limits,
+  };
+}
+
+function parseAliases(text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!text) return out;
+  for (const part of text.split(',')) {
+    const m = /^\s*([A-Za-z0-9][A-Za-z0-9._:-]*)\s*=\s*([A-Za-z0-9][A-Za-z0-9._:-]*)\s*$/.exec(part);
+    if (!m) throw new ConfigError(`ARBITRA_MODEL_ALIASES must be a comma-separated list of alias=model, got ${JSON.stringify(part)}`);
+    out[m[1]!] = m[2]!;
+  }
+  return out;
+}
