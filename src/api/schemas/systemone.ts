@@ -3,8 +3,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ConfidenceBand, Entry, JsonObject } from './common.js';
 
-export const API_VERSION = '2026-10-12';
-
 const Instructions = Type.Optional(Entry);
 
 export const NoulCriteria = Type.Object(
