@@ -1,0 +1,85 @@
+// Assembly of every route of the service from its owners' modules. Nothing here decides anything;
+// each route module names the dependencies it needs and receives them from AppDeps.
+import { healthRoutes, type EngineStatus } from './api/routes/health.js';
+import { metricsRoutes } from './api/routes/metrics.js';
+import { createModelCatalog, modelsRoutes, type ModelCatalog } from './api/routes/models.js';
+import { openapiRoutes } from './api/routes/openapi.js';
+import { retentionRoutes } from './api/routes/retention.js';
+import { systemoneRoutes } from './api/routes/systemone.js';
+import { tracesRoutes } from './api/routes/traces.js';
+import { waitlistRoutes } from './api/routes/waitlist.js';
+import type { Config } from './config.js';
+import { consoleRoutes } from './console/routes.js';
+import type { EngineService } from './engine/types.js';
+import { createHttpApp } from './http/pipeline.js';
+import type { HttpApp, HttpImplementation, Route } from './http/types.js';
+import { createGate, createIpLimiter, type IpLimiter } from './limits/index.js';
+import type { LimitsConfig } from './limits/config.js';
+import type { RequestGate } from './limits/types.js';
+import { httpMetrics } from './metrics/http.js';
+import type { MetricsText } from './metrics/cluster.js';
+import type { Store } from './store/index.js';
+
+export interface AppDeps {
+  config: Config;
+  engine: EngineService;
+  engineStatus: () => EngineStatus;
+  store: Store;
+  models: ModelCatalog;
+  gate: RequestGate;
+  ipLimiter: IpLimiter;
+  limits: LimitsConfig;
+  consoleToken: string | undefined;
+  /** Prompt tokens a state may take without the long-context header. */
+  contextTokens: number;
+  workers: number;
+  httpImplementation: () => HttpImplementation;
+  metricsText: () => Promise<MetricsText>;
+  startedAt: number;
+  log: (line: string) => void;
+}
+
+export interface AppRuntime {
+  engine: EngineService;
+  engineStatus: () => EngineStatus;
+  store: Store;
+  /** Worker processes of the whole service, for /health. */
+  workers: number;
+  httpImplementation: () => HttpImplementation;
+  metricsText: () => Promise<MetricsText>;
+  log: (line: string) => void;
+}
+
+export function createAppDeps(config: Config, rt: AppRuntime): AppDeps {
+  return {
+    ...rt,
+    config,
+    models: createModelCatalog(config.model, config.modelAliases),
+    gate: createGate(rt.store, config.limits),
+    ipLimiter: createIpLimiter(rt.store, config.limits),
+    limits: config.limits,
+    consoleToken: config.consoleToken,
+    contextTokens: config.contextTokens,
+    startedAt: Date.now(),
+  };
+}
+
+export function buildRoutes(deps: AppDeps): Route[] {
+  const routes: Route[] = [
+    ...healthRoutes({ ...deps, modelId: deps.models.id }),
+    ...metricsRoutes(deps),
+    ...modelsRoutes(deps),
+    ...systemoneRoutes(deps),
+    ...tracesRoutes(deps),
+    ...retentionRoutes(deps),
+    ...waitlistRoutes(deps),
+    ...consoleRoutes(deps),
+  ];
+  routes.push(...openapiRoutes({ routes: () => routes }));
+  return routes;
+}
+
+/** The HttpApp both transports serve: every route, the body limit, HTTP metrics. */
+export function createApp(deps: AppDeps): HttpApp {
+  return createHttpApp({ routes: buildRoutes(deps), maxBodyBytes: deps.config.maxBodyBytes, metrics: httpMetrics(), log: deps.log });
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env node
+// The `arbitra` command: serve, and the operator's key commands. Operator mistakes (bad flag, port
+// in use, unusable data dir) end in one line on stderr and a non-zero exit, never a stack trace.
+import cluster from 'node:cluster';
+import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, parseFlags } from '../config.js';
+import { StartupError, checkDataDir } from '../cluster/preflight.js';
+import path from 'node:path';
+import { isValidEmail } from '../api/auth.js';
+import { openStore, type Store } from '../store/index.js';
+
+const log = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
+/** An error whose message is the whole story; printed as one line, exit status 2 for usage. */
+class UsageError extends Error {}
+
+export function helpText(): string {
+  const width = Math.max(...SERVE_SETTINGS.map((s) => s.flag.length + 1 + s.env.length)) + 2;
+  const flags = SERVE_SETTINGS.map((s) => `  ${`${s.flag}/${s.env}`.padEnd(width + 1)}${s.help}`).join('\n');
+  const envs = ENV_ONLY_SETTINGS.map((s) => `  ${s.env.padEnd(width + 1)}${s.help}`).join('\n');
+  return `arbitra: self-hosted typed decision service
+
+Usage:
+  arbitra serve [options]                       serve the HTTP API
+  arbitra keys create --email E [--name N]      create an API key for user E (creating the user);
+                                                prints the secret once, on stdout
+  arbitra keys list --email E                   list user E's keys (never the secrets)
+  arbitra keys revoke ID                        revoke a key at once, on every worker
+  arbitra --help                                this text
+
+Key commands take --data-dir (or ARBITRA_DATA_DIR) and are safe while the server runs.
+
+Options of serve (a flag wins over its variable):
+${flags}
+
+Variables without a flag:
+${envs}
+  Limits (ARBITRA_RATE_LIMIT_RPS, ARBITRA_MAX_IN_FLIGHT, ARBITRA_FREE_DAILY_DECISIONS,
+  ARBITRA_MONTHLY_CAP, ARBITRA_BILLING, ARBITRA_IP_LIMIT_PER_MINUTE, ARBITRA_RETENTION_DAYS, ...)
+  are documented in the README.
+`;
+}
+
+async function serve(argv: string[]): Promise<void> {
+  const config = loadConfig(argv, process.env);
+  // Loaded on demand so the key commands never load the engine or the native HTTP module.
+  if (cluster.isWorker) return (await import('../cluster/worker.js')).runWorker(config, log);
+  const running =
+    config.workers === 0
+      ? await (await import('../cluster/single.js')).runSingle(config, log)
+      : await (await import('../cluster/primary.js')).runPrimary(config, log);
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    log(`arbitra: ${signal} received, shutting down`);
+    running.stop().then(
+      () => process.exit(0),
+      (err: Error) => {
+        log(`arbitra: shutdown failed: ${err.message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+async function withStore<T>(flags: Record<string, string>, fn: (store: Store) => Promise<T>): Promise<T> {
+  const dir = path.resolve(flags['--data-dir'] ?? (process.env.ARBITRA_DATA_DIR || 'data'));
+  checkDataDir(dir);
+  const store = await openStore(dir);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function requireEmail(flags: Record<string, string>): string {
+  const email = flags['--email'];
+  if (!email) throw new UsageError('--email is required');
+  if (!isValidEmail(email)) throw new UsageError(`--email ${JSON.stringify(email)} is not a valid email address`);
+  return email;
+}
+
+async function keys(argv: string[]): Promise<void> {
+  const [action, ...rest] = argv;
+  if (action === 'create') {
+    const flags = parseFlags(rest, ['--email', '--name', '--data-dir']);
+    const email = requireEmail(flags);
+    await withStore(flags, async (store) => {
+      const { record, secret } = await store.keys.create(email, flags['--name']);
+      process.stdout.write(`${secret}\n`);
+      log(`created key ${record.id} "${record.name}" (${record.masked}) for ${record.email}; the secret above is shown only once`);
+    });
+  } else if (action === 'list') {
+    const flags = parseFlags(rest, ['--email', '--data-dir']);
+    const email = requireEmail(flags);
+    await withStore(flags, async (store) => {
+      const rows = await store.keys.list(email);
+      const lines = [['ID', 'NAME', 'KEY', 'CREATED', 'LAST USED', 'REVOKED']];
+      for (const k of rows) lines.push([k.id, k.name, k.masked, k.created_at, k.last_used_at ?? '-', k.revoked_at ?? '-']);
+      const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
+      process.stdout.write(lines.map((l) => l.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n');
+    });
+  } else if (action === 'revoke') {
+    const id = rest[0];
+    if (!id || id.startsWith('--')) throw new UsageError('keys revoke needs a key ID');
+    const flags = parseFlags(rest.slice(1), ['--data-dir']);
+    await withStore(flags, async (store) => {
+      const revoked = await store.keys.revoke(id, null);
+      if (!revoked) throw new StartupError(`no key with id ${id}`);
+      process.stdout.write(`revoked ${revoked.id} (${revoked.masked}) of ${revoked.email} at ${revoked.revoked_at}\n`);
+    });
+  } else {
+    throw new UsageError(`unknown keys command ${JSON.stringify(action ?? '')}; use create, list or revoke`);
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help' || rest.includes('--help')) {
+      process.stdout.write(helpText());
+      return command === undefined ? 2 : 0;
+    }
+    if (command === 'serve') await serve(rest);
+    else if (command === 'keys') await keys(rest);
+    else throw new UsageError(`unknown command ${JSON.stringify(command)} (see arbitra --help)`);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      log(`arbitra: ${err.message}`);
+      return 2;
+    }
+    if (err instanceof StartupError) {
+      log(`arbitra: ${err.message}`);
+      return 1;
+    }
+    log(`arbitra: ${(err as Error).message?.split('\n')[0] ?? String(err)}`);
+    return 1;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+// serve keeps running on its handles; everything else ends here.
+if (code !== 0 || process.argv[2] !== 'serve') process.exit(code);

@@ -1,0 +1,65 @@
+// Checks made before anything starts, so that the usual operator mistakes end in one clear line
+// rather than a stack trace from a worker.
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { ensureDefaultModel } from '../engine/default-model.js';
+import type { Config } from '../config.js';
+
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+/** Creates the data dir when missing and proves it can be read and written. */
+export function checkDataDir(dir: string): void {
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    if (!fs.statSync(dir).isDirectory()) throw new Error('not a directory');
+    fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
+    fs.readdirSync(dir);
+    const probe = path.join(dir, `.write-test-${process.pid}`);
+    fs.writeFileSync(probe, '');
+    fs.rmSync(probe);
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new StartupError(`data dir ${dir} is not a readable and writable directory (${reason})`);
+  }
+}
+
+/** The model file to load: the named one, which must exist, or the default, fetched when missing. */
+export async function resolveModel(config: Config, log: (line: string) => void): Promise<string> {
+  if (config.modelIsDefault) {
+    try {
+      return await ensureDefaultModel(path.dirname(config.model), log);
+    } catch (err) {
+      throw new StartupError(`cannot prepare the default model: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  if (!fs.existsSync(config.model) || !fs.statSync(config.model).isFile()) throw new StartupError(`model file ${config.model} does not exist`);
+  return config.model;
+}
+
+/**
+ * Proves host:port is free and returns the port (a free one for port 0). uWS listens with
+ * SO_REUSEPORT, which would silently share a port with another uWS server; a plain exclusive
+ * bind here fails instead, whoever holds the port.
+ */
+export function probePort(host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRINUSE' ? 'is already in use' : err.code === 'EACCES' ? 'needs privileges' : `is unavailable (${err.code ?? err.message})`;
+      reject(new StartupError(`cannot listen on ${host}:${port}: the port ${why}`));
+    });
+    server.listen({ host, port, exclusive: true }, () => {
+      const bound = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(bound));
+    });
+  });
+}
+
+export function startupLine(opts: { host: string; port: number; model: string; backend: string; workers: number; http: string }): string {
+  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  const workers = opts.workers === 0 ? 'single process' : `${opts.workers} worker${opts.workers === 1 ? '' : 's'}`;
+  return `arbitra listening on http://${host}:${opts.port} (model ${opts.model}, backend ${opts.backend}, ${workers}, http ${opts.http})`;
+}

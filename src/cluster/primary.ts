@@ -1,0 +1,110 @@
+// The cluster primary of `arbitra serve`: it owns the engine host (one model copy for everyone),
+// forks the HTTP workers and keeps them alive, answers their metrics requests, and shuts it all
+// down on SIGTERM/SIGINT. It serves no HTTP itself.
+import cluster, { type Worker } from 'node:cluster';
+import type { Config } from '../config.js';
+import { startEngineHost } from '../engine/host.js';
+import { serveClusterMetrics } from '../metrics/cluster.js';
+import { createModelCatalog } from '../api/routes/models.js';
+import { checkDataDir, probePort, resolveModel, startupLine, StartupError } from './preflight.js';
+import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js';
+
+const RESTART_BASE_MS = 250;
+const RESTART_MAX_MS = 30_000;
+/** A worker that ran this long before dying starts the backoff afresh. */
+const STABLE_MS = 60_000;
+const SHUTDOWN_GRACE_MS = 10_000;
+
+export interface PrimaryHandle {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function runPrimary(config: Config, log: (line: string) => void): Promise<PrimaryHandle> {
+  checkDataDir(config.dataDir);
+  const port = await probePort(config.host, config.port);
+  const modelPath = await resolveModel(config, log);
+  const modelId = createModelCatalog(modelPath, config.modelAliases).id;
+
+  const host = startEngineHost({ modelPath, engine: config.engine, log });
+  const live = new Set<Worker>();
+  const stopMetrics = serveClusterMetrics({
+    workers: () => [...live].filter((w) => w.isConnected()),
+    on: (handler) => {
+      cluster.on('message', handler);
+      return () => cluster.off('message', handler);
+    },
+  });
+
+  let stopping = false;
+  let failures = 0;
+  let started = false;
+  let implementation = '';
+  let rejectStart: (err: Error) => void = () => {};
+  let listeningCount = 0;
+  let resolveListening: () => void = () => {};
+  const allListening = new Promise<void>((resolve, reject) => {
+    resolveListening = resolve;
+    rejectStart = reject;
+  });
+
+  function fork(): void {
+    const worker = cluster.fork({ [CLUSTER_PORT_ENV]: String(port) });
+    const bornAt = Date.now();
+    live.add(worker);
+    host.attach(worker);
+    worker.on('message', (msg: ClusterMessage) => {
+      if (!msg || msg.ch !== CLUSTER_CH) return;
+      if (msg.type === 'listening') {
+        implementation = msg.http;
+        if (!started && ++listeningCount === config.workers) resolveListening();
+      } else if (msg.type === 'fatal' && !started) {
+        rejectStart(new StartupError(msg.message));
+      }
+    });
+    worker.on('exit', (code, signal) => {
+      live.delete(worker);
+      if (stopping) return;
+      if (!started) {
+        rejectStart(new StartupError(`an HTTP worker exited during start-up (${signal ?? `code ${code}`})`));
+        return;
+      }
+      failures = Date.now() - bornAt > STABLE_MS ? 1 : failures + 1;
+      const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (failures - 1));
+      log(`HTTP worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, delay).unref();
+    });
+  }
+
+  async function stop(): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    stopMetrics();
+    const exits = [...live].map(
+      (w) =>
+        new Promise<void>((resolve) => {
+          if (w.isDead()) return resolve();
+          w.once('exit', () => resolve());
+          const timer = setTimeout(() => w.process.kill('SIGKILL'), SHUTDOWN_GRACE_MS);
+          timer.unref();
+          if (w.isConnected()) w.send({ ch: CLUSTER_CH, type: 'shutdown' } satisfies ClusterMessage);
+          else w.process.kill('SIGTERM');
+        }),
+    );
+    await Promise.all(exits);
+    await host.stop();
+  }
+
+  for (let i = 0; i < config.workers; i++) fork();
+  try {
+    const [info] = await Promise.all([host.ready, allListening]);
+    started = true;
+    log(startupLine({ host: config.host, port, model: modelId, backend: info.backend, workers: config.workers, http: implementation }));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { port, stop };
+}

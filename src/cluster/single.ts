@@ -1,0 +1,79 @@
+// `--workers 0`: engine, store and HTTP server in one process. The server starts while the model
+// loads, so /health can say "loading" instead of the port refusing connections.
+import { createAppDeps, createApp } from '../app.js';
+import type { Config } from '../config.js';
+import { createLocalEngine, type LocalEngine } from '../engine/local.js';
+import { EngineError, type EngineService } from '../engine/types.js';
+import { startHttpServer } from '../http/server.js';
+import { localMetricsText } from '../metrics/cluster.js';
+import { openStore } from '../store/index.js';
+import type { EngineStatus } from '../api/routes/health.js';
+import { checkDataDir, probePort, resolveModel, startupLine } from './preflight.js';
+
+export interface Running {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function runSingle(config: Config, log: (line: string) => void): Promise<Running> {
+  checkDataDir(config.dataDir);
+  const port = await probePort(config.host, config.port);
+  const modelPath = await resolveModel(config, log);
+  const store = await openStore(config.dataDir, {
+    idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
+    idempotencyMax: config.limits.idempotencyMax,
+  });
+
+  let status: EngineStatus = 'loading';
+  let local: LocalEngine | null = null;
+  const loading = createLocalEngine(modelPath, config.engine).then(
+    (engine) => {
+      local = engine;
+      status = 'ready';
+      return engine;
+    },
+    (err: Error) => {
+      status = 'down';
+      throw err;
+    },
+  );
+  const ready = (): LocalEngine => {
+    if (!local) throw new EngineError('unavailable', status === 'loading' ? 'the model is still loading' : 'the model failed to load');
+    return local;
+  };
+  const engine: EngineService = {
+    info: async () => ready().info(),
+    scoreText: async (request) => ready().scoreText(request),
+  };
+
+  let implementation: 'uws' | 'node' = 'node';
+  const deps = createAppDeps(config, {
+    engine,
+    engineStatus: () => status,
+    store,
+    workers: 0,
+    httpImplementation: () => implementation,
+    metricsText: localMetricsText,
+    log,
+  });
+  const server = await startHttpServer({ host: config.host, port, handler: createApp(deps), prefer: config.http, log });
+  implementation = server.implementation;
+
+  let info;
+  try {
+    info = await (await loading).info();
+  } catch (err) {
+    await server.close();
+    await store.close();
+    throw err;
+  }
+  log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: implementation }));
+  return {
+    port: server.port,
+    async stop() {
+      await server.close();
+      await local?.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,49 @@
+// One HTTP worker of `arbitra serve`: engine over IPC, its own LMDB handle, the full route set.
+import { createApp, createAppDeps } from '../app.js';
+import type { Config } from '../config.js';
+import { connectEngine } from '../engine/client.js';
+import { startHttpServer } from '../http/server.js';
+import { workerMetrics } from '../metrics/cluster.js';
+import { openStore } from '../store/index.js';
+import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js';
+
+export async function runWorker(config: Config, log: (line: string) => void): Promise<void> {
+  const send = (msg: ClusterMessage): void => {
+    process.send?.(msg);
+  };
+  try {
+    const port = Number(process.env[CLUSTER_PORT_ENV] ?? config.port);
+    const engine = connectEngine();
+    const store = await openStore(config.dataDir, {
+      idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
+      idempotencyMax: config.limits.idempotencyMax,
+    });
+    let implementation: 'uws' | 'node' = 'node';
+    const deps = createAppDeps(config, {
+      engine,
+      engineStatus: () => engine.status(),
+      store,
+      workers: config.workers,
+      httpImplementation: () => implementation,
+      metricsText: workerMetrics(),
+      log,
+    });
+    const server = await startHttpServer({ host: config.host, port, handler: createApp(deps), prefer: config.http, log });
+    implementation = server.implementation;
+    process.on('message', (msg: ClusterMessage) => {
+      if (msg?.ch !== CLUSTER_CH || msg.type !== 'shutdown') return;
+      void server
+        .close()
+        .then(() => store.close())
+        .finally(() => process.exit(0));
+    });
+    // The primary decides when to stop; a terminal's Ctrl-C reaches the whole group at once.
+    process.on('SIGINT', () => {});
+    process.on('SIGTERM', () => {});
+    send({ ch: CLUSTER_CH, type: 'listening', http: implementation, port: server.port });
+  } catch (err) {
+    send({ ch: CLUSTER_CH, type: 'fatal', message: (err as Error).message.split('\n')[0]! });
+    process.exitCode = 1;
+    setTimeout(() => process.exit(1), 100);
+  }
+}
