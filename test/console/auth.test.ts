@@ -1,0 +1,54 @@
+import t from 'tap';
+import { authenticate, consoleIdentity } from '../../src/api/auth.js';
+import { ApiError, ValidationFailure } from '../../src/api/errors.js';
+import { openStore } from '../../src/store/index.js';
+import type { HttpRequest } from '../../src/http/types.js';
+
+const req = (headers: Record<string, string>): HttpRequest => ({
+  method: 'GET',
+  path: '/',
+  query: new URLSearchParams(),
+  headers,
+  body: Buffer.alloc(0),
+  params: {},
+  ip: '127.0.0.1',
+  requestId: 'r',
+  startedAt: 0,
+});
+
+t.test('authenticate', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { record, secret } = await store.keys.create('k@x.io');
+  t.equal((await authenticate(req({ authorization: `Bearer ${secret}` }), store.keys)).id, record.id);
+  t.equal((await authenticate(req({ authorization: `bearer   ${secret} ` }), store.keys)).id, record.id, 'scheme case-insensitive');
+  const cases: [Record<string, string>, RegExp][] = [
+    [{}, /Missing API key/],
+    [{ authorization: secret }, /Malformed/],
+    [{ authorization: `Basic ${secret}` }, /Malformed/],
+    [{ authorization: 'Bearer arb_unknown' }, /Invalid API key/],
+  ];
+  for (const [headers, message] of cases) {
+    await t.rejects(authenticate(req(headers), store.keys), { code: 'authentication_error', status: 401, message });
+  }
+  await store.keys.revoke(record.id, null);
+  await t.rejects(authenticate(req({ authorization: `Bearer ${secret}` }), store.keys), { code: 'authentication_error' });
+});
+
+t.test('consoleIdentity', async (t) => {
+  const ok = { 'x-arbitra-console-token': 'tok', 'x-arbitra-user-email': ' Me@Example.ORG ' };
+  t.same(consoleIdentity(req(ok), 'tok'), { email: 'me@example.org' });
+  const statusOf = (fn: () => unknown): number | string => {
+    try {
+      fn();
+      return 'no error';
+    } catch (e) {
+      return e instanceof ApiError || e instanceof ValidationFailure ? e.status : String(e);
+    }
+  };
+  t.equal(statusOf(() => consoleIdentity(req(ok), undefined)), 503);
+  t.equal(statusOf(() => consoleIdentity(req(ok), '')), 503);
+  t.equal(statusOf(() => consoleIdentity(req({ ...ok, 'x-arbitra-console-token': 'tok2' }), 'tok')), 401);
+  t.equal(statusOf(() => consoleIdentity(req({ 'x-arbitra-user-email': 'a@b.io' }), 'tok')), 401);
+  t.equal(statusOf(() => consoleIdentity(req({ ...ok, 'x-arbitra-user-email': 'a@b' }), 'tok')), 422);
+});
