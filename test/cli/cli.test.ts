@@ -1,0 +1,123 @@
+// The arbitra command as an operator runs it: a real process, real LMDB in a temp dir.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+
+function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...process.execArgv, main, ...args], {
+      env: { ...process.env, ARBITRA_DATA_DIR: '', ARBITRA_PORT: '', ARBITRA_WORKERS: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const oneLine = (t: Tap.Test, text: string, re: RegExp): void => {
+  t.equal(text.trimEnd().split('\n').length, 1, `one line: ${text.trimEnd()}`);
+  t.match(text, re);
+};
+
+t.test('--help documents commands, flags and variables', async (t) => {
+  const { code, stdout } = await run(['--help']);
+  t.equal(code, 0);
+  for (const word of ['serve', 'keys create', 'keys list', 'keys revoke', '--host/ARBITRA_HOST', '--port/ARBITRA_PORT', '--data-dir/ARBITRA_DATA_DIR', '--model/ARBITRA_MODEL', '--workers/ARBITRA_WORKERS', 'ARBITRA_CONSOLE_TOKEN', 'ARBITRA_MAX_BODY_BYTES', 'ARBITRA_MODEL_ALIASES', '--gpu-layers']) {
+    t.match(stdout, word);
+  }
+  const bare = await run([]);
+  t.equal(bare.code, 2, 'no command is a usage error');
+});
+
+t.test('usage and configuration errors are one line and exit 2', async (t) => {
+  const cases: [string[], Record<string, string>, RegExp][] = [
+    [['frobnicate'], {}, /unknown command "frobnicate"/],
+    [['serve', '--prot', '1'], {}, /unknown option --prot/],
+    [['serve', '--port', 'http'], {}, /--port must be an integer from 0 to 65535, got "http"/],
+    [['serve', '--port'], {}, /--port needs a value/],
+    [['serve'], { ARBITRA_PORT: '70000' }, /ARBITRA_PORT must be an integer/],
+    [['serve'], { ARBITRA_WORKERS: '-1' }, /ARBITRA_WORKERS must be an integer/],
+    [['serve'], { ARBITRA_MAX_BODY_BYTES: '1MB' }, /ARBITRA_MAX_BODY_BYTES must be an integer/],
+    [['serve'], { ARBITRA_HTTP: 'fast' }, /ARBITRA_HTTP must be "uws" or "node"/],
+    [['serve'], { ARBITRA_MODEL_ALIASES: 'fast' }, /ARBITRA_MODEL_ALIASES/],
+    [['serve'], { ARBITRA_RATE_LIMIT_RPS: 'lots' }, /ARBITRA_RATE_LIMIT_RPS/],
+    [['keys', 'create'], {}, /--email is required/],
+    [['keys', 'create', '--email', 'not-an-email'], {}, /not a valid email/],
+    [['keys', 'rotate'], {}, /unknown keys command "rotate"/],
+    [['keys', 'revoke'], {}, /keys revoke needs a key ID/],
+  ];
+  for (const [args, env, re] of cases) {
+    const r = await run(args, env);
+    t.equal(r.code, 2, args.join(' '));
+    oneLine(t, r.stderr, re);
+  }
+});
+
+t.test('serve: unusable data dir, port in use, missing model', async (t) => {
+  const dir = t.testdir({ 'a-file': 'x' });
+  const asFile = await run(['serve', '--workers', '0', '--port', '0', '--data-dir', path.join(dir, 'a-file')]);
+  t.equal(asFile.code, 1);
+  oneLine(t, asFile.stderr, /data dir .*a-file is not a readable and writable directory/);
+
+  const blocker = net.createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => blocker.close());
+  const port = (blocker.address() as net.AddressInfo).port;
+  for (const workers of ['0', '2']) {
+    const inUse = await run(['serve', '--workers', workers, '--port', String(port), '--data-dir', path.join(dir, 'data')]);
+    t.equal(inUse.code, 1, `workers ${workers}`);
+    oneLine(t, inUse.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`));
+  }
+
+  const noModel = await run(['serve', '--workers', '0', '--port', '0', '--data-dir', path.join(dir, 'data'), '--model', path.join(dir, 'nope.gguf')]);
+  t.equal(noModel.code, 1);
+  oneLine(t, noModel.stderr, /model file .*nope\.gguf does not exist/);
+});
+
+t.test('keys create, list and revoke against one data dir', async (t) => {
+  const dir = path.join(t.testdir(), 'data');
+  const created = await run(['keys', 'create', '--email', 'Ops@Example.com', '--name', 'ci', '--data-dir', dir]);
+  t.equal(created.code, 0, created.stderr);
+  const secret = created.stdout.trim();
+  t.match(secret, /^arb_\S{30,}$/, 'stdout is the secret alone');
+  t.match(created.stderr, /shown only once/);
+  t.notMatch(created.stderr, secret, 'the secret is printed once');
+  const id = /created key (\S+)/.exec(created.stderr)![1]!;
+
+  const second = await run(['keys', 'create', '--email', 'ops@example.com'], { ARBITRA_DATA_DIR: dir });
+  t.equal(second.code, 0, 'ARBITRA_DATA_DIR is honoured');
+  t.not(second.stdout.trim(), secret);
+
+  const listed = await run(['keys', 'list', '--email', 'ops@example.com', '--data-dir', dir]);
+  t.equal(listed.code, 0);
+  const lines = listed.stdout.trim().split('\n');
+  t.equal(lines.length, 3, 'header and two keys');
+  t.match(lines[0], /^ID\s+NAME\s+KEY\s+CREATED/);
+  t.match(listed.stdout, id);
+  t.match(listed.stdout, /\bci\b/);
+  t.match(listed.stdout, /\bDefault\b/);
+  t.notMatch(listed.stdout, secret, 'never the secret');
+  t.notMatch(listed.stdout.split('\n').find((l) => l.startsWith(id))!, /\d{4}-\d\d-\d\dT\S+\s*$/, 'not revoked yet');
+
+  const revoked = await run(['keys', 'revoke', id, '--data-dir', dir]);
+  t.equal(revoked.code, 0, revoked.stderr);
+  t.match(revoked.stdout, `revoked ${id}`);
+  const after = await run(['keys', 'list', '--email', 'ops@example.com', '--data-dir', dir]);
+  t.match(after.stdout.split('\n').find((l) => l.startsWith(id))!, /\d{4}-\d\d-\d\dT\S+\s*$/, 'revoked_at is shown');
+
+  const unknown = await run(['keys', 'revoke', 'no-such-key', '--data-dir', dir]);
+  t.equal(unknown.code, 1);
+  oneLine(t, unknown.stderr, /no key with id no-such-key/);
+
+  const nobody = await run(['keys', 'list', '--email', 'nobody@example.com', '--data-dir', dir]);
+  t.equal(nobody.stdout.trim().split('\n').length, 1, 'only the header for a user without keys');
+  t.ok(fs.existsSync(dir));
+});
