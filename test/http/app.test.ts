@@ -1,0 +1,113 @@
+// The assembled application on a real server and real LMDB: /health, /metrics, /openapi.json and
+// /v1/models. The engine is in the state a real server is in while the model loads (the
+// decision tests cover a loaded model); what depends on a loaded model is checked in the
+// real-model test that follows when the model file is present.
+import t from 'tap';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createApp, createAppDeps, buildRoutes } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { EngineError, type EngineService } from '../../src/engine/types.js';
+import { startHttpServer } from '../../src/http/server.js';
+import { localMetricsText } from '../../src/metrics/cluster.js';
+import { openStore } from '../../src/store/index.js';
+import { createLocalEngine } from '../../src/engine/local.js';
+import type { EngineStatus } from '../../src/api/routes/health.js';
+
+async function serve(t: Tap.Test, engine: EngineService, status: () => EngineStatus) {
+  const dir = t.testdir();
+  const config = loadConfig(['--data-dir', dir, '--port', '0'], { ARBITRA_MODEL_ALIASES: 'fast=default' });
+  const store = await openStore(dir);
+  const deps = createAppDeps(config, { engine, engineStatus: status, store, workers: 3, httpImplementation: () => 'uws', metricsText: localMetricsText, log: () => {} });
+  const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createApp(deps), prefer: 'uws' });
+  t.teardown(async () => {
+    await server.close();
+    await store.close();
+  });
+  const { secret } = await store.keys.create('dev@example.com', 'test');
+  return { base: `http://127.0.0.1:${server.port}`, secret, deps };
+}
+
+const loading: EngineService = {
+  info: () => Promise.reject(new EngineError('unavailable', 'loading')),
+  scoreText: () => Promise.reject(new EngineError('unavailable', 'loading')),
+};
+
+t.test('while the model loads', async (t) => {
+  const { base, secret, deps } = await serve(t, loading, () => 'loading');
+
+  const health = await fetch(`${base}/health`);
+  t.equal(health.status, 503);
+  t.ok(health.headers.get('retry-after'));
+  const h = (await health.json()) as any;
+  t.match(h, { status: 'loading', api_version: '2026-10-12', model: { id: 'gemma-3-270m-q4_k_m', loaded: false }, workers: 3, http: 'uws' });
+  t.type(h.uptime_s, 'number');
+
+  const anon = await fetch(`${base}/v1/models`);
+  t.equal(anon.status, 401);
+  t.equal(((await anon.json()) as any).detail.error_type, 'authentication_error');
+  const models = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
+  t.equal(models.status, 503, 'an engine that is not ready is a 503, not a 500');
+  t.equal(models.headers.get('retry-after'), '2');
+  t.equal(((await models.json()) as any).detail.error_type, 'service_unavailable');
+
+  t.same(deps.models.names, ['gemma-3-270m-q4_k_m', 'jev-latest', 'jev-preview', 'default', 'fast']);
+  t.equal(deps.models.resolve('jev-latest'), 'gemma-3-270m-q4_k_m');
+  t.equal(deps.models.resolve(undefined), 'gemma-3-270m-q4_k_m');
+  t.equal(deps.models.resolve('fast'), 'gemma-3-270m-q4_k_m');
+  t.equal(deps.models.resolve('gpt-4'), null);
+  t.match(deps.models.unknown('gpt-4'), { status: 404, code: 'not_found', context: { available_models: deps.models.names } });
+});
+
+t.test('/metrics counts requests by route, method and status', async (t) => {
+  const { base } = await serve(t, loading, () => 'loading');
+  await fetch(`${base}/health`);
+  await fetch(`${base}/nowhere`);
+  const res = await fetch(`${base}/metrics`);
+  t.equal(res.status, 200);
+  t.match(res.headers.get('content-type'), /^text\/plain/);
+  t.equal(res.headers.get('x-arbitra-api-version'), '2026-10-12');
+  const text = await res.text();
+  t.match(text, /arbitra_http_requests_total\{route="\/health",method="GET",status="503"\} \d+/);
+  t.match(text, /arbitra_http_requests_total\{route="unmatched",method="GET",status="404"\} \d+/);
+  t.match(text, /arbitra_http_request_duration_seconds_bucket\{le="0.005",route="\/health",method="GET"\} \d+/);
+});
+
+t.test('/openapi.json describes every route with its schemas and errors', async (t) => {
+  const { base, deps } = await serve(t, loading, () => 'loading');
+  const res = await fetch(`${base}/openapi.json`);
+  t.equal(res.status, 200);
+  const doc = (await res.json()) as any;
+  t.equal(doc.openapi, '3.1.0');
+  t.equal(doc.info.version, '2026-10-12');
+  const routes = buildRoutes(deps);
+  for (const r of routes) t.ok(doc.paths[r.path]?.[r.method.toLowerCase()], `${r.method} ${r.path}`);
+  const decide = doc.paths['/v1/systemone']?.post;
+  t.ok(decide?.requestBody?.content['application/json'].schema, 'the decision body schema');
+  t.same(decide.security, [{ bearerAuth: [] }]);
+  t.equal(decide.responses['422'].content['application/json'].schema.$ref, '#/components/schemas/HTTPValidationError');
+  t.equal(decide.responses['401'].content['application/json'].schema.$ref, '#/components/schemas/ErrorResponse');
+  t.ok(decide.responses['413'] && decide.responses['415']);
+  const models = doc.paths['/v1/models'].get;
+  t.equal(models.responses['200'].content['application/json'].schema.properties.models.type, 'array');
+  t.ok(doc.components.schemas.ErrorResponse.properties.detail.properties.error_type.anyOf.some((s: any) => s.const === 'rate_limited'));
+  t.notMatch(JSON.stringify(doc), /"\$id"/, 'no stray $id');
+});
+
+const modelFile = path.resolve('models/gemma-3-270m-q4_k_m.gguf');
+t.test('with the real model loaded', { skip: !fs.existsSync(modelFile) && 'the default model is not downloaded' }, async (t) => {
+  const engine = await createLocalEngine(modelFile, { contextSize: 2048, maxSequences: 4 });
+  t.teardown(() => engine.close());
+  const { base, secret } = await serve(t, engine, () => 'ready');
+  const health = await fetch(`${base}/health`);
+  t.equal(health.status, 200);
+  t.match(await health.json(), { status: 'ok', model: { id: 'gemma-3-270m-q4_k_m', loaded: true } });
+  const res = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
+  t.equal(res.status, 200);
+  const body = (await res.json()) as any;
+  t.equal(body.object, 'list');
+  t.same(body.models, body.data);
+  t.same(body.data.map((m: any) => m.id), ['gemma-3-270m-q4_k_m', 'jev-latest', 'jev-preview', 'default', 'fast']);
+  const info = await engine.info();
+  for (const m of body.data) t.match(m, { object: 'model', owned_by: 'arbitra', max_context_tokens: info.trainingContext, description: String });
+});
