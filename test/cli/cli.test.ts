@@ -121,3 +121,45 @@ t.test('keys create, list and revoke against one data dir', async (t) => {
   t.equal(nobody.stdout.trim().split('\n').length, 1, 'only the header for a user without keys');
   t.ok(fs.existsSync(dir));
 });
+
+const modelFile = fileURLToPath(new URL('../../models/gemma-3-270m-q4_k_m.gguf', import.meta.url));
+for (const workers of ['0', '2']) {
+  t.test(`serve --workers ${workers}: start-up line, health, clean SIGTERM`, { skip: !fs.existsSync(modelFile) && 'the default model is not downloaded' }, async (t) => {
+    const dir = path.join(t.testdir(), 'data');
+    const child = spawn(process.execPath, [...process.execArgv, main, 'serve', '--workers', workers, '--port', '0', '--data-dir', dir, '--ctx-size', '2048'], {
+      env: { ...process.env, ARBITRA_PORT: '', ARBITRA_WORKERS: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    const line = await new Promise<string>((resolve, reject) => {
+      child.stderr.on('data', (c) => {
+        stderr += c;
+        const m = /^arbitra listening on .*$/m.exec(stderr);
+        if (m) resolve(m[0]);
+      });
+      child.on('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+    });
+    const expectWorkers = workers === '0' ? 'single process' : `${workers} workers`;
+    t.match(line, new RegExp(`^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model gemma-3-270m-q4_k_m, backend (cpu|cuda), ${expectWorkers}, http uws\\)$`));
+    const base = /http:\/\/\S+/.exec(line)![0];
+    const pids = new Set<number>();
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${base}/health`, { headers: { connection: 'close' } });
+      t.equal(res.status, 200);
+      const body = (await res.json()) as any;
+      t.match(body, { status: 'ok', workers: Number(workers), http: 'uws', model: { loaded: true } });
+      pids.add(body.pid);
+    }
+    if (workers === '2') {
+      t.equal(pids.size, 2, 'both workers answer on the one port');
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      const m = /arbitra_http_requests_total\{route="\/health",method="GET",status="200"\} (\d+)/.exec(metrics);
+      t.equal(Number(m?.[1]), 20, 'the count covers every worker');
+    }
+    const code = await new Promise<number | null>((resolve) => {
+      child.on('exit', (c) => resolve(c));
+      child.kill('SIGTERM');
+    });
+    t.equal(code, 0, 'SIGTERM ends it cleanly');
+  });
+}
