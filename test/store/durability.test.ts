@@ -7,6 +7,8 @@ const CHILD = fileURLToPath(new URL('./fixtures/durable-child.ts', import.meta.u
 
 t.test('acknowledged writes survive kill -9 right after the acknowledgement', async (t) => {
   const dir = t.testdir();
+  // Opened before the child writes: what another process commits must be visible to this handle.
+  const store = await openStore(dir);
   const child = spawn(process.execPath, [...process.execArgv, CHILD, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -24,11 +26,15 @@ t.test('acknowledged writes survive kill -9 right after the acknowledgement', as
   t.equal(exit, 'SIGKILL');
   const acked = JSON.parse(line) as { id: string; secret: string; doomed: string };
 
-  const store = await openStore(dir);
-  t.teardown(() => store.close());
   t.equal((await store.keys.verify(acked.secret))?.id, acked.id, 'created key verifies after the crash');
   t.equal(await store.keys.verify(acked.doomed), null, 'revocation survived');
   t.equal(store.waitlist.get('wait@x.io')?.use_case, 'durability check');
   t.ok(await store.retention.get(acked.id, 'req_durable'), 'retained record survived');
   t.equal(store.traces.list(acked.id).length, 1, 'trace survived');
+  await store.close();
+
+  const reopened = await openStore(dir);
+  t.teardown(() => reopened.close());
+  t.equal((await reopened.keys.verify(acked.secret))?.id, acked.id, 'and after reopening the environment');
+  t.equal(reopened.waitlist.get('wait@x.io')?.consent, true);
 });
