@@ -1,4 +1,8 @@
+// Module entry: exports the Engine class and the build facts.
 #include <napi.h>
-#include "llama.h"
-Napi::Object Init(Napi::Env env, Napi::Object exports) { llama_backend_init(); return exports; }
-NODE_API_MODULE(arbitra, Init)
+
+#include "engine.h"
+
+Napi::Object InitAddon(Napi::Env env, Napi::Object exports) { return arbitra::Engine::Init(env, exports); }
+
+NODE_API_MODULE(arbitra, InitAddon)

@@ -98,7 +98,7 @@ try {
   if (!args.has('--addon-only')) {
     buildTypeScript();
     if (process.env.ARBITRA_SKIP_MODEL !== '1') {
-      const { ensureDefaultModel } = await import('../dist/engine/default-model.js');
+      const { ensureDefaultModel } = await import('../dist/src/engine/default-model.js');
       await ensureDefaultModel(path.join(root, 'models'), log);
     }
   }

@@ -1,7 +1,10 @@
 // The engine's contract: what the HTTP side may ask of the one process that owns the model.
 
 export interface EngineOptions {
-  /** KV cache cells shared by every sequence (the sum of all prompts in flight and cached prefixes). */
+  /**
+   * KV cells of each sequence: the longest prompt (prefix + one suffix) the engine can score.
+   * Every sequence has its own KV stream, so memory grows with contextSize × maxSequences.
+   */
   contextSize: number;
   /** Most tokens handed to one llama_decode call. */
   batchSize: number;
@@ -90,7 +93,7 @@ export interface TextScoreResult {
   cachedTokens: number;
 }
 
-export type EngineErrorCode = 'context_exceeded' | 'invalid_request' | 'unavailable' | 'closed' | 'internal';
+export type EngineErrorCode = 'context_exceeded' | 'invalid_request' | 'load_failed' | 'unavailable' | 'closed' | 'internal';
 
 export class EngineError extends Error {
   constructor(

@@ -1,0 +1,457 @@
+#include "engine.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "model_facts.h"
+
+namespace arbitra {
+
+namespace {
+
+void quiet_log(ggml_log_level level, const char* text, void*) {
+  static const bool verbose = std::getenv("ARBITRA_LLAMA_LOG") != nullptr;
+  if (verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+void init_backend_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llama_log_set(quiet_log, nullptr);
+    llama_backend_init();
+  });
+}
+
+Napi::Error coded_error(Napi::Env env, const char* code, const std::string& message) {
+  Napi::Error err = Napi::Error::New(env, message);
+  err.Set("code", Napi::String::New(env, code));
+  return err;
+}
+
+uint32_t opt_u32(const Napi::Object& o, const char* key, uint32_t fallback) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsNumber()) return fallback;
+  const int64_t n = v.As<Napi::Number>().Int64Value();
+  return n > 0 ? static_cast<uint32_t>(n) : fallback;
+}
+
+std::vector<llama_token> to_tokens(const Napi::Value& v) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+    throw std::invalid_argument("token lists must be Int32Array");
+  }
+  Napi::Int32Array a = v.As<Napi::Int32Array>();
+  return std::vector<llama_token>(a.Data(), a.Data() + a.ElementLength());
+}
+
+// Loads the model and creates the context off the JS thread.
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, Engine* engine, EngineConfig cfg)
+      : Napi::AsyncWorker(env), engine_(engine), cfg_(std::move(cfg)), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    init_backend_once();
+    std::ifstream file(cfg_.path, std::ios::binary);
+    if (!file) return SetError("model file not found or unreadable: " + cfg_.path);
+    char magic[4] = {0, 0, 0, 0};
+    file.read(magic, 4);
+    if (file.gcount() != 4 || std::memcmp(magic, "GGUF", 4) != 0) return SetError("not a GGUF file: " + cfg_.path);
+    file.close();
+
+    const size_t gpu_before = gpu_memory_used();
+    llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = cfg_.n_gpu_layers;
+    model_ = llama_model_load_from_file(cfg_.path.c_str(), mp);
+    if (model_ == nullptr) return SetError("failed to load the model: " + cfg_.path);
+
+    if (cfg_.n_threads <= 0) cfg_.n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+    cfg_.n_ubatch = std::min(cfg_.n_ubatch, cfg_.n_batch);
+    llama_context_params cp = llama_context_default_params();
+    // cfg_.n_ctx is per sequence: every sequence gets its own KV stream of that size.
+    cp.n_ctx = cfg_.n_ctx * cfg_.n_seq_max;
+    cp.n_batch = cfg_.n_batch;
+    cp.n_ubatch = cfg_.n_ubatch;
+    cp.n_seq_max = cfg_.n_seq_max;
+    cp.n_threads = cfg_.n_threads;
+    cp.n_threads_batch = cfg_.n_threads;
+    // One KV stream per sequence rather than a unified buffer: in a unified cache the attention
+    // result of a branch depends on where its cells sit among other sequences' cells, and small
+    // models amplify that into visible log-prob differences; separate streams make batched
+    // scores equal to scores computed alone. The price is a copy of the prefix stream per branch.
+    cp.kv_unified = false;
+    // A full-size SWA cache so a long shared prefix never slides out of the window.
+    cp.swa_full = true;
+    cp.no_perf = true;
+    cp.flash_attn_type = static_cast<llama_flash_attn_type>(cfg_.flash_attn);
+    ctx_ = llama_init_from_model(model_, cp);
+    if (ctx_ == nullptr) {
+      llama_model_free(model_);
+      model_ = nullptr;
+      return SetError("failed to create a context for " + cfg_.path + " (" + std::to_string(cfg_.n_seq_max) + " sequences of " + std::to_string(cfg_.n_ctx) + " tokens)");
+    }
+    const size_t gpu_after = gpu_memory_used();
+    gpu_bytes_ = gpu_after > gpu_before ? gpu_after - gpu_before : 0;
+    ScorerOptions so;
+    so.n_batch = cfg_.n_batch;
+    so.n_seq_max = llama_n_seq_max(ctx_);
+    so.prefix_cache_tokens = cfg_.prefix_cache_tokens;
+    scorer_ = std::make_unique<Scorer>(ctx_, so);
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    engine_->Attach(env, model_, ctx_, std::move(scorer_), cfg_, gpu_bytes_);
+    deferred_.Resolve(engine_->Facts(env));
+  }
+
+  void OnError(const Napi::Error& e) override { deferred_.Reject(coded_error(Env(), "load_failed", e.Message()).Value()); }
+
+ private:
+  Engine* engine_;
+  EngineConfig cfg_;
+  Napi::Promise::Deferred deferred_;
+  llama_model* model_ = nullptr;
+  llama_context* ctx_ = nullptr;
+  std::unique_ptr<Scorer> scorer_;
+  size_t gpu_bytes_ = 0;
+};
+
+// Stops the scorer thread and frees the model off the JS thread.
+class CloseWorker : public Napi::AsyncWorker {
+ public:
+  CloseWorker(Napi::Env env, Engine* engine)
+      : Napi::AsyncWorker(env), engine_(engine), deferred_(Napi::Promise::Deferred::New(env)) {
+    engine_->Detach(&model_, &ctx_, &scorer_);
+  }
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    if (scorer_) left_ = scorer_->stop();
+    scorer_.reset();
+    if (ctx_ != nullptr) llama_free(ctx_);
+    if (model_ != nullptr) llama_model_free(model_);
+  }
+
+  void OnOK() override {
+    for (auto& job : left_) {
+      job->error = "the engine was closed before the request finished";
+      auto done = std::move(job->on_done);
+      done(std::move(job));
+    }
+    deferred_.Resolve(Env().Undefined());
+  }
+
+ private:
+  Engine* engine_;
+  Napi::Promise::Deferred deferred_;
+  llama_model* model_ = nullptr;
+  llama_context* ctx_ = nullptr;
+  std::unique_ptr<Scorer> scorer_;
+  std::vector<std::unique_ptr<ScoreJob>> left_;
+};
+
+struct Settlement {
+  Engine* engine;
+  Napi::Promise::Deferred deferred;
+  std::unique_ptr<ScoreJob> job;
+};
+
+}  // namespace
+
+Napi::Object Engine::Init(Napi::Env env, Napi::Object exports) {
+  Napi::Function ctor = DefineClass(env, "Engine",
+                                    {
+                                        InstanceMethod("load", &Engine::Load),
+                                        InstanceMethod("tokenize", &Engine::Tokenize),
+                                        InstanceMethod("detokenize", &Engine::Detokenize),
+                                        InstanceMethod("applyChatTemplate", &Engine::ApplyChatTemplate),
+                                        InstanceMethod("score", &Engine::Score),
+                                        InstanceMethod("stats", &Engine::Stats),
+                                        InstanceMethod("close", &Engine::Close),
+                                    });
+  exports.Set("Engine", ctor);
+  exports.Set("llamaBuild", Napi::String::New(env, ARBITRA_LLAMA_BUILD));
+  exports.Set("backend", Napi::String::New(env, ARBITRA_BACKEND));
+  return exports;
+}
+
+Engine::Engine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Engine>(info) {}
+
+Engine::~Engine() {
+  // Reached only when JS dropped a loaded engine without close(): free what we can.
+  if (scorer_) scorer_->stop();
+  scorer_.reset();
+  if (ctx_ != nullptr) llama_free(ctx_);
+  if (model_ != nullptr) llama_model_free(model_);
+}
+
+void Engine::RequireLoaded(Napi::Env env) const {
+  if (busy_) throw coded_error(env, "unavailable", "the engine is loading or closing");
+  if (model_ == nullptr) throw coded_error(env, "closed", "the engine has no model loaded");
+}
+
+Napi::Value Engine::Load(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (busy_ || model_ != nullptr) throw coded_error(env, "invalid_request", "load() may be called once per engine");
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "load(path, options?) needs a model path");
+  EngineConfig cfg;
+  cfg.path = info[0].As<Napi::String>().Utf8Value();
+  if (info.Length() > 1 && info[1].IsObject()) {
+    Napi::Object o = info[1].As<Napi::Object>();
+    cfg.n_ctx = opt_u32(o, "contextSize", cfg.n_ctx);
+    cfg.n_batch = opt_u32(o, "batchSize", cfg.n_batch);
+    cfg.n_ubatch = opt_u32(o, "microBatchSize", cfg.n_ubatch);
+    cfg.n_seq_max = std::min<uint32_t>(opt_u32(o, "maxSequences", cfg.n_seq_max), 256);
+    cfg.n_threads = static_cast<int32_t>(opt_u32(o, "threads", 0));
+    cfg.n_gpu_layers = static_cast<int32_t>(opt_u32(o, "gpuLayers", 0));
+    Napi::Value fa = o.Get("flashAttention");
+    if (fa.IsString()) {
+      const std::string v = fa.As<Napi::String>().Utf8Value();
+      cfg.flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
+    }
+    Napi::Value pc = o.Get("prefixCacheTokens");
+    if (pc.IsNumber()) cfg.prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
+  }
+  busy_ = true;
+  auto* worker = new LoadWorker(env, this, cfg);
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+void Engine::Attach(Napi::Env env, llama_model* model, llama_context* ctx, std::unique_ptr<Scorer> scorer,
+                    const EngineConfig& cfg, size_t gpu_bytes) {
+  model_ = model;
+  ctx_ = ctx;
+  vocab_ = llama_model_get_vocab(model);
+  scorer_ = std::move(scorer);
+  cfg_ = cfg;
+  gpu_bytes_ = gpu_bytes;
+  busy_ = false;
+  tsfn_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "arbitra-score", 0, 1);
+  tsfn_.Unref(env);
+}
+
+void Engine::Detach(llama_model** model, llama_context** ctx, std::unique_ptr<Scorer>* scorer) {
+  *model = model_;
+  *ctx = ctx_;
+  *scorer = std::move(scorer_);
+  model_ = nullptr;
+  ctx_ = nullptr;
+  vocab_ = nullptr;
+}
+
+Napi::Object Engine::Facts(Napi::Env env) {
+  Napi::Object o = Napi::Object::New(env);
+  char desc[256] = {0};
+  llama_model_desc(model_, desc, sizeof(desc));
+  const QuantInfo q = quant_info(llama_model_ftype(model_));
+  o.Set("architecture", model_meta(model_, "general.architecture"));
+  o.Set("name", model_meta(model_, "general.name"));
+  o.Set("description", std::string(desc));
+  o.Set("parameters", static_cast<double>(llama_model_n_params(model_)));
+  o.Set("modelBytes", static_cast<double>(llama_model_size(model_)));
+  o.Set("trainingContext", llama_model_n_ctx_train(model_));
+  o.Set("quantMethod", q.method);
+  o.Set("quantBits", q.bits > 0 ? Napi::Number::New(env, q.bits) : env.Null());
+  o.Set("vocabSize", llama_vocab_n_tokens(vocab_));
+  o.Set("backend", ARBITRA_BACKEND);
+  o.Set("gpuMemoryMb", std::strcmp(ARBITRA_BACKEND, "cpu") == 0 ? env.Null()
+                                                              : Napi::Number::New(env, static_cast<double>(gpu_bytes_ / (1024 * 1024))));
+  o.Set("llamaBuild", ARBITRA_LLAMA_BUILD);
+  o.Set("threads", cfg_.n_threads);
+  o.Set("contextSize", llama_n_ctx_seq(ctx_));
+  o.Set("batchSize", cfg_.n_batch);
+  o.Set("maxSequences", llama_n_seq_max(ctx_));
+  o.Set("hasChatTemplate", llama_model_chat_template(model_, nullptr) != nullptr);
+  return o;
+}
+
+Napi::Value Engine::Tokenize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireLoaded(env);
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "tokenize(text, addSpecial?, parseSpecial?) needs a string");
+  const std::string text = info[0].As<Napi::String>().Utf8Value();
+  const bool add_special = info.Length() > 1 ? info[1].ToBoolean().Value() : true;
+  const bool parse_special = info.Length() > 2 ? info[2].ToBoolean().Value() : true;
+  std::vector<llama_token> out(text.size() + 8);
+  int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(), static_cast<int32_t>(out.size()), add_special, parse_special);
+  if (n < 0) {
+    out.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(), static_cast<int32_t>(out.size()), add_special, parse_special);
+  }
+  if (n < 0) throw coded_error(env, "invalid_request", "the text could not be tokenized");
+  Napi::Int32Array arr = Napi::Int32Array::New(env, static_cast<size_t>(n));
+  std::memcpy(arr.Data(), out.data(), static_cast<size_t>(n) * sizeof(llama_token));
+  return arr;
+}
+
+Napi::Value Engine::Detokenize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireLoaded(env);
+  std::vector<llama_token> tokens;
+  try {
+    tokens = to_tokens(info[0]);
+  } catch (const std::invalid_argument& e) {
+    throw Napi::TypeError::New(env, e.what());
+  }
+  const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
+  for (llama_token t : tokens) {
+    if (t < 0 || t >= n_vocab) throw coded_error(env, "invalid_request", "token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  std::string text(tokens.size() * 8 + 16, '\0');
+  int32_t n = llama_detokenize(vocab_, tokens.data(), static_cast<int32_t>(tokens.size()), text.data(), static_cast<int32_t>(text.size()), false, true);
+  if (n < 0) {
+    text.resize(static_cast<size_t>(-n));
+    n = llama_detokenize(vocab_, tokens.data(), static_cast<int32_t>(tokens.size()), text.data(), static_cast<int32_t>(text.size()), false, true);
+  }
+  text.resize(static_cast<size_t>(std::max(0, n)));
+  return Napi::String::New(env, text);
+}
+
+Napi::Value Engine::ApplyChatTemplate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireLoaded(env);
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "applyChatTemplate(userMessage) needs a string");
+  const char* tmpl = llama_model_chat_template(model_, nullptr);
+  if (tmpl == nullptr) return env.Null();
+  const std::string content = info[0].As<Napi::String>().Utf8Value();
+  llama_chat_message msg{"user", content.c_str()};
+  std::vector<char> buf(content.size() * 2 + 256);
+  int32_t n = llama_chat_apply_template(tmpl, &msg, 1, true, buf.data(), static_cast<int32_t>(buf.size()));
+  if (n > static_cast<int32_t>(buf.size())) {
+    buf.resize(static_cast<size_t>(n));
+    n = llama_chat_apply_template(tmpl, &msg, 1, true, buf.data(), static_cast<int32_t>(buf.size()));
+  }
+  if (n < 0) return env.Null();  // a template llama.cpp cannot render: the caller uses its plain layout
+  return Napi::String::New(env, buf.data(), static_cast<size_t>(n));
+}
+
+Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  auto job = std::make_unique<ScoreJob>();
+  try {
+    RequireLoaded(env);
+    if (info.Length() < 2 || !info[1].IsArray()) throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[])");
+    try {
+      job->prefix = to_tokens(info[0]);
+      Napi::Array branches = info[1].As<Napi::Array>();
+      job->branches.resize(branches.Length());
+      for (uint32_t i = 0; i < branches.Length(); ++i) {
+        Napi::Value bv = branches.Get(i);
+        if (!bv.IsObject()) throw std::invalid_argument("every branch must be an object {suffix, candidates}");
+        Napi::Object b = bv.As<Napi::Object>();
+        job->branches[i].suffix = to_tokens(b.Get("suffix"));
+        job->branches[i].candidates = to_tokens(b.Get("candidates"));
+      }
+    } catch (const std::invalid_argument& e) {
+      throw Napi::TypeError::New(env, e.what());
+    }
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
+    auto check_ids = [&](const std::vector<llama_token>& ids, const char* what) {
+      for (llama_token t : ids) {
+        if (t < 0 || t >= n_vocab) {
+          throw coded_error(env, "invalid_request", std::string(what) + " token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
+        }
+      }
+    };
+    if (job->prefix.empty()) throw coded_error(env, "invalid_request", "the prefix is empty");
+    if (job->branches.empty()) throw coded_error(env, "invalid_request", "at least one branch is needed");
+    check_ids(job->prefix, "prefix");
+    size_t longest = 0;
+    for (const Branch& b : job->branches) {
+      if (b.suffix.empty()) throw coded_error(env, "invalid_request", "a branch suffix is empty");
+      if (b.candidates.empty()) throw coded_error(env, "invalid_request", "a branch has no candidate tokens");
+      if (b.suffix.size() > cfg_.n_batch) {
+        throw coded_error(env, "context_exceeded", "a branch suffix has " + std::to_string(b.suffix.size()) + " tokens, more than the batch size " + std::to_string(cfg_.n_batch));
+      }
+      check_ids(b.suffix, "suffix");
+      check_ids(b.candidates, "candidate");
+      longest = std::max(longest, b.suffix.size());
+    }
+    const size_t n_ctx = llama_n_ctx_seq(ctx_);
+    if (job->prefix.size() + longest > n_ctx) {
+      throw coded_error(env, "context_exceeded", "prefix and suffix need " + std::to_string(job->prefix.size() + longest) + " tokens, more than the engine's context of " + std::to_string(n_ctx));
+    }
+  } catch (const Napi::Error& e) {
+    deferred.Reject(e.Value());
+    return deferred.Promise();
+  }
+
+  if (pending_++ == 0) {
+    tsfn_.Ref(env);
+    Ref();
+  }
+  auto* settlement = new Settlement{this, deferred, nullptr};
+  Napi::ThreadSafeFunction tsfn = tsfn_;
+  job->on_done = [tsfn, settlement](std::unique_ptr<ScoreJob> done) mutable {
+    settlement->job = std::move(done);
+    tsfn.BlockingCall(settlement, [](Napi::Env env, Napi::Function, Settlement* s) {
+      std::unique_ptr<Settlement> owned(s);
+      ScoreJob& j = *owned->job;
+      if (!j.error.empty()) {
+        owned->deferred.Reject(coded_error(env, "internal", j.error).Value());
+      } else {
+        Napi::Array logprobs = Napi::Array::New(env, j.logprobs.size());
+        for (size_t i = 0; i < j.logprobs.size(); ++i) {
+          Napi::Float32Array a = Napi::Float32Array::New(env, j.logprobs[i].size());
+          std::memcpy(a.Data(), j.logprobs[i].data(), j.logprobs[i].size() * sizeof(float));
+          logprobs.Set(static_cast<uint32_t>(i), a);
+        }
+        Napi::Object r = Napi::Object::New(env);
+        r.Set("logprobs", logprobs);
+        r.Set("evaluated", static_cast<double>(j.evaluated));
+        r.Set("cached", static_cast<double>(j.cached));
+        owned->deferred.Resolve(r);
+      }
+      owned->engine->JobSettled(env);
+    });
+  };
+  scorer_->submit(std::move(job));
+  return deferred.Promise();
+}
+
+void Engine::JobSettled(Napi::Env env) {
+  if (--pending_ == 0) {
+    tsfn_.Unref(env);
+    Unref();
+  }
+}
+
+Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  ScorerStats s = scorer_ ? scorer_->stats() : ScorerStats{};
+  o.Set("decodes", static_cast<double>(s.decodes));
+  o.Set("tokensEvaluated", static_cast<double>(s.tokens_evaluated));
+  o.Set("branchesScored", static_cast<double>(s.branches_scored));
+  o.Set("jobsDone", static_cast<double>(s.jobs_done));
+  o.Set("lastBatchTokens", static_cast<double>(s.last_batch_tokens));
+  o.Set("lastBatchBranches", static_cast<double>(s.last_batch_branches));
+  o.Set("queueDepth", static_cast<double>(s.queue_depth));
+  o.Set("cachedPrefixes", static_cast<double>(s.cached_prefixes));
+  o.Set("pending", static_cast<double>(pending_));
+  return o;
+}
+
+Napi::Value Engine::Close(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (busy_) throw coded_error(env, "unavailable", "the engine is loading or closing");
+  if (model_ == nullptr) {
+    Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
+    d.Resolve(env.Undefined());
+    return d.Promise();
+  }
+  auto* worker = new CloseWorker(env, this);
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+}  // namespace arbitra

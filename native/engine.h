@@ -1,0 +1,65 @@
+// N-API face of the scorer: one Engine object owns one model, one context and one Scorer.
+// Blocking work (load, close) runs in AsyncWorkers; score() resolves from the scorer thread
+// through a thread-safe function.
+#pragma once
+
+#include <napi.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "llama.h"
+#include "scorer.h"
+
+namespace arbitra {
+
+struct EngineConfig {
+  std::string path;
+  uint32_t n_ctx = 2048;  // per sequence
+  uint32_t n_batch = 2048;
+  uint32_t n_ubatch = 512;
+  uint32_t n_seq_max = 32;
+  int32_t n_threads = 0;
+  int32_t n_gpu_layers = 0;
+  uint32_t prefix_cache_tokens = 4096;
+  int32_t flash_attn = -1;  // llama_flash_attn_type: -1 auto, 0 off, 1 on
+};
+
+class Engine : public Napi::ObjectWrap<Engine> {
+ public:
+  static Napi::Object Init(Napi::Env env, Napi::Object exports);
+  explicit Engine(const Napi::CallbackInfo& info);
+  ~Engine() override;
+
+  // Called by the load worker on success (JS thread).
+  void Attach(Napi::Env env, llama_model* model, llama_context* ctx, std::unique_ptr<Scorer> scorer,
+              const EngineConfig& cfg, size_t gpu_bytes);
+  Napi::Object Facts(Napi::Env env);
+  // Called by the close worker: hands the native objects over for freeing off the JS thread.
+  void Detach(llama_model** model, llama_context** ctx, std::unique_ptr<Scorer>* scorer);
+  void JobSettled(Napi::Env env);
+
+ private:
+  Napi::Value Load(const Napi::CallbackInfo& info);
+  Napi::Value Tokenize(const Napi::CallbackInfo& info);
+  Napi::Value Detokenize(const Napi::CallbackInfo& info);
+  Napi::Value ApplyChatTemplate(const Napi::CallbackInfo& info);
+  Napi::Value Score(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+
+  void RequireLoaded(Napi::Env env) const;
+
+  llama_model* model_ = nullptr;
+  llama_context* ctx_ = nullptr;
+  const llama_vocab* vocab_ = nullptr;
+  std::unique_ptr<Scorer> scorer_;
+  EngineConfig cfg_;
+  size_t gpu_bytes_ = 0;
+  bool busy_ = false;  // a load or close is in progress
+  Napi::ThreadSafeFunction tsfn_;
+  int64_t pending_ = 0;  // score() promises not yet settled; keeps the event loop alive only while > 0
+};
+
+}  // namespace arbitra

@@ -1,0 +1,336 @@
+#include "scorer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace arbitra {
+
+struct PrefixEntry {
+  llama_seq_id seq = -1;
+  std::vector<llama_token> tokens;
+  size_t decoded = 0;  // leading tokens already in the KV cache
+  int refs = 0;        // active jobs using it
+  uint64_t last_used = 0;
+  // Set while this entry's next tokens sit in the batch being built.
+  int32_t step_begin = -1;
+  int32_t step_count = 0;
+};
+
+namespace {
+
+size_t common_prefix(const std::vector<llama_token>& a, const std::vector<llama_token>& b, size_t limit) {
+  size_t n = std::min({a.size(), b.size(), limit});
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+void batch_add(llama_batch& batch, llama_token token, llama_pos pos, llama_seq_id seq, bool logits) {
+  const int32_t i = batch.n_tokens++;
+  batch.token[i] = token;
+  batch.pos[i] = pos;
+  batch.n_seq_id[i] = 1;
+  batch.seq_id[i][0] = seq;
+  batch.logits[i] = logits ? 1 : 0;
+}
+
+}  // namespace
+
+Scorer::Scorer(llama_context* ctx, const ScorerOptions& opts)
+    : ctx_(ctx),
+      mem_(llama_get_memory(ctx)),
+      vocab_(llama_model_get_vocab(llama_get_model(ctx))),
+      n_vocab_(llama_vocab_n_tokens(vocab_)),
+      opts_(opts),
+      batch_(llama_batch_init(static_cast<int32_t>(opts.n_batch), 0, static_cast<int32_t>(opts.n_seq_max))) {
+  // Highest ids first so that pop_back hands out 0, 1, 2, ...
+  for (int s = static_cast<int>(opts_.n_seq_max) - 1; s >= 0; --s) free_seqs_.push_back(s);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scorer::~Scorer() {
+  stop();
+  llama_batch_free(batch_);
+}
+
+void Scorer::submit(std::unique_ptr<ScoreJob> job) {
+  job->logprobs.resize(job->branches.size());
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!stopping_) {
+      incoming_.push_back(std::move(job));
+      stats_.queue_depth = incoming_.size() + active_.size();
+      cv_.notify_one();
+      return;
+    }
+  }
+  job->error = "the engine is closed";
+  auto done = std::move(job->on_done);
+  done(std::move(job));
+}
+
+std::vector<std::unique_ptr<ScoreJob>> Scorer::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  std::vector<std::unique_ptr<ScoreJob>> left;
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& j : active_) left.push_back(std::move(j));
+  for (auto& j : incoming_) left.push_back(std::move(j));
+  active_.clear();
+  incoming_.clear();
+  prefixes_.clear();
+  return left;
+}
+
+ScorerStats Scorer::stats() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stats_;
+}
+
+void Scorer::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [this] { return stopping_ || !incoming_.empty() || !active_.empty(); });
+      if (stopping_) return;
+      for (auto& j : incoming_) active_.push_back(std::move(j));
+      incoming_.clear();
+    }
+    if (!step()) {
+      // Nothing could be scheduled although work is waiting: only possible when a job can never fit.
+      fail_all_active("the engine could not schedule the request (sequence or batch limits too small)");
+    }
+  }
+}
+
+bool Scorer::alloc_seq(llama_seq_id* out) {
+  if (free_seqs_.empty() && !evict_one_idle(nullptr)) return false;
+  *out = free_seqs_.back();
+  free_seqs_.pop_back();
+  return true;
+}
+
+void Scorer::free_seq(llama_seq_id seq) {
+  llama_memory_seq_rm(mem_, seq, -1, -1);
+  free_seqs_.push_back(seq);
+}
+
+bool Scorer::evict_one_idle(const PrefixEntry* keep) {
+  auto victim = prefixes_.end();
+  for (auto it = prefixes_.begin(); it != prefixes_.end(); ++it) {
+    if (it->refs > 0 || &*it == keep || it->step_begin >= 0) continue;
+    if (victim == prefixes_.end() || it->last_used < victim->last_used) victim = it;
+  }
+  if (victim == prefixes_.end()) return false;
+  free_seq(victim->seq);
+  prefixes_.erase(victim);
+  return true;
+}
+
+void Scorer::trim_cache() {
+  for (;;) {
+    size_t idle_tokens = 0;
+    for (const auto& e : prefixes_) {
+      if (e.refs == 0) idle_tokens += e.decoded;
+    }
+    if (idle_tokens <= opts_.prefix_cache_tokens || !evict_one_idle(nullptr)) return;
+  }
+}
+
+PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job) {
+  PrefixEntry* donor = nullptr;
+  size_t best = 0;
+  size_t in_use = 0;
+  for (auto& e : prefixes_) {
+    if (e.refs > 0) ++in_use;
+    if (e.tokens == tokens) {
+      e.refs++;
+      e.last_used = ++clock_;
+      job->cached = static_cast<int64_t>(e.decoded);
+      return &e;
+    }
+    const size_t n = common_prefix(e.tokens, tokens, e.decoded);
+    if (n > best) {
+      best = n;
+      donor = &e;
+    }
+  }
+  // Prefixes in use may hold at most half of the sequences, so branches always find free ones.
+  if (in_use >= std::max<size_t>(1, opts_.n_seq_max / 2)) return nullptr;
+  llama_seq_id seq;
+  if (free_seqs_.empty() && !evict_one_idle(donor)) return nullptr;
+  if (!alloc_seq(&seq)) return nullptr;
+  if (donor != nullptr && best > 0) {
+    // Sequences live in separate KV streams, which llama.cpp copies only whole: copy, then cut
+    // the donor's tail that this prefix does not share.
+    llama_memory_seq_cp(mem_, donor->seq, seq, -1, -1);
+    if (!llama_memory_seq_rm(mem_, seq, static_cast<llama_pos>(best), -1)) {
+      llama_memory_seq_rm(mem_, seq, -1, -1);
+      best = 0;
+    }
+  }
+  PrefixEntry entry;
+  entry.seq = seq;
+  entry.tokens = tokens;
+  entry.decoded = best;
+  entry.refs = 1;
+  entry.last_used = ++clock_;
+  prefixes_.push_back(std::move(entry));
+  job->cached = static_cast<int64_t>(best);
+  return &prefixes_.back();
+}
+
+void Scorer::release_prefix(PrefixEntry* entry) {
+  entry->refs--;
+  entry->last_used = ++clock_;
+}
+
+bool Scorer::step() {
+  batch_.n_tokens = 0;
+  std::vector<Planned> planned;
+  // Entries whose next tokens are in this batch, and the job charged for them.
+  std::vector<std::pair<PrefixEntry*, ScoreJob*>> stepped;
+  int32_t budget = static_cast<int32_t>(opts_.n_batch);
+
+  for (auto& owned : active_) {
+    ScoreJob* job = owned.get();
+    if (job->entry == nullptr) {
+      job->entry = acquire_prefix(job->prefix, job);
+      if (job->entry == nullptr) break;  // wait for running jobs to hand sequences back
+    }
+    PrefixEntry* e = job->entry;
+    const size_t total = e->tokens.size();
+    if (e->step_begin < 0 && e->decoded < total && budget > 0) {
+      const int32_t take = static_cast<int32_t>(std::min<size_t>(total - e->decoded, static_cast<size_t>(budget)));
+      e->step_begin = batch_.n_tokens;
+      e->step_count = take;
+      for (int32_t i = 0; i < take; ++i) {
+        const size_t p = e->decoded + static_cast<size_t>(i);
+        batch_add(batch_, e->tokens[p], static_cast<llama_pos>(p), e->seq, false);
+      }
+      budget -= take;
+      job->evaluated += take;
+      stepped.emplace_back(e, job);
+    }
+    // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
+    // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
+    if (e->decoded < total) {
+      if (budget <= 0) break;
+      continue;
+    }
+    while (job->next_branch < job->branches.size()) {
+      const Branch& b = job->branches[job->next_branch];
+      const int32_t n = static_cast<int32_t>(b.suffix.size());
+      if (n > budget) break;
+      llama_seq_id seq;
+      if (!alloc_seq(&seq)) break;
+      // Copies the prefix's KV stream into the branch's stream before the next decode.
+      llama_memory_seq_cp(mem_, e->seq, seq, -1, -1);
+      for (int32_t i = 0; i < n; ++i) {
+        batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(total + static_cast<size_t>(i)), seq, i == n - 1);
+      }
+      planned.push_back({job, job->next_branch, seq, batch_.n_tokens - 1});
+      budget -= n;
+      job->evaluated += n;
+      job->next_branch++;
+    }
+    if (budget <= 0) break;
+  }
+
+  if (batch_.n_tokens == 0) return false;
+
+  const int32_t rc = llama_decode(ctx_, batch_);
+  for (auto& [e, charged] : stepped) {
+    if (rc == 0) {
+      e->decoded += static_cast<size_t>(e->step_count);
+    } else {
+      charged->evaluated -= e->step_count;
+    }
+    e->step_begin = -1;
+    e->step_count = 0;
+  }
+  if (rc != 0) {
+    // The KV cache is back to its state before the call: undo this step's bookkeeping.
+    for (const Planned& p : planned) {
+      free_seq(p.seq);
+      p.job->next_branch = std::min(p.job->next_branch, p.branch);
+      p.job->evaluated -= static_cast<int64_t>(p.job->branches[p.branch].suffix.size());
+    }
+    bool evicted = false;
+    while (rc == 1 && evict_one_idle(nullptr)) evicted = true;
+    if (!evicted) {
+      fail_all_active(rc == 1 ? "the engine's KV cache is full: raise --ctx-size or send a shorter state"
+                              : "llama_decode failed with code " + std::to_string(rc));
+    }
+    return true;
+  }
+
+  for (const Planned& p : planned) {
+    const float* logits = llama_get_logits_ith(ctx_, p.logits_index);
+    float max_logit = logits[0];
+    for (int32_t t = 1; t < n_vocab_; ++t) max_logit = std::max(max_logit, logits[t]);
+    double sum = 0.0;
+    for (int32_t t = 0; t < n_vocab_; ++t) sum += std::exp(static_cast<double>(logits[t] - max_logit));
+    const double log_z = static_cast<double>(max_logit) + std::log(sum);
+    const Branch& b = p.job->branches[p.branch];
+    auto& out = p.job->logprobs[p.branch];
+    out.resize(b.candidates.size());
+    for (size_t k = 0; k < b.candidates.size(); ++k) {
+      out[k] = static_cast<float>(static_cast<double>(logits[b.candidates[k]]) - log_z);
+    }
+    free_seq(p.seq);
+    p.job->branches_done++;
+  }
+
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.decodes++;
+    stats_.tokens_evaluated += static_cast<uint64_t>(batch_.n_tokens);
+    stats_.branches_scored += planned.size();
+    stats_.last_batch_tokens = static_cast<uint64_t>(batch_.n_tokens);
+    stats_.last_batch_branches = planned.size();
+  }
+
+  std::vector<std::unique_ptr<ScoreJob>> still;
+  for (auto& owned : active_) {
+    if (owned->branches_done == owned->branches.size()) {
+      finish(owned.release());
+    } else {
+      still.push_back(std::move(owned));
+    }
+  }
+  active_ = std::move(still);
+  trim_cache();
+  std::lock_guard<std::mutex> lk(mu_);
+  stats_.queue_depth = incoming_.size() + active_.size();
+  stats_.cached_prefixes = prefixes_.size();
+  return true;
+}
+
+void Scorer::finish(ScoreJob* raw) {
+  std::unique_ptr<ScoreJob> job(raw);
+  if (job->entry != nullptr) release_prefix(job->entry);
+  job->entry = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.jobs_done++;
+  }
+  auto done = std::move(job->on_done);
+  done(std::move(job));
+}
+
+void Scorer::fail_all_active(const std::string& why) {
+  std::vector<std::unique_ptr<ScoreJob>> failed = std::move(active_);
+  active_.clear();
+  for (auto& job : failed) {
+    job->error = why;
+    finish(job.release());
+  }
+  trim_cache();
+}
+
+}  // namespace arbitra

@@ -1,0 +1,121 @@
+// The scorer owns one llama_context and is the only code that calls llama_decode on it.
+// Jobs (a shared prefix plus branches) arrive on a queue from any thread; one loop thread packs
+// the prefix tokens and every branch's suffix of as many jobs as fit into each llama_decode call.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "llama.h"
+
+namespace arbitra {
+
+struct Branch {
+  std::vector<llama_token> suffix;
+  std::vector<llama_token> candidates;
+};
+
+struct PrefixEntry;
+
+struct ScoreJob {
+  std::vector<llama_token> prefix;
+  std::vector<Branch> branches;
+
+  // Results, filled on the loop thread.
+  std::vector<std::vector<float>> logprobs;  // per branch, per candidate
+  int64_t evaluated = 0;                     // tokens this job ran through the model
+  int64_t cached = 0;                        // prefix tokens found in the prefix cache
+  std::string error;
+
+  // Called once on the loop thread when the job is finished (or failed).
+  std::function<void(std::unique_ptr<ScoreJob>)> on_done;
+
+  // Scheduling state, owned by the loop thread.
+  PrefixEntry* entry = nullptr;
+  size_t next_branch = 0;
+  size_t branches_done = 0;
+};
+
+struct ScorerOptions {
+  uint32_t n_batch = 2048;
+  uint32_t n_seq_max = 64;
+  // Idle prefix tokens kept for reuse; older ones are evicted to hand their sequences back.
+  uint32_t prefix_cache_tokens = 4096;
+};
+
+struct ScorerStats {
+  uint64_t decodes = 0;
+  uint64_t tokens_evaluated = 0;
+  uint64_t branches_scored = 0;
+  uint64_t jobs_done = 0;
+  uint64_t last_batch_tokens = 0;
+  uint64_t last_batch_branches = 0;
+  uint64_t queue_depth = 0;
+  uint64_t cached_prefixes = 0;
+};
+
+class Scorer {
+ public:
+  Scorer(llama_context* ctx, const ScorerOptions& opts);
+  ~Scorer();
+  Scorer(const Scorer&) = delete;
+  Scorer& operator=(const Scorer&) = delete;
+
+  // Thread-safe. After stop() the job is failed immediately.
+  void submit(std::unique_ptr<ScoreJob> job);
+  // Stops the loop and returns the jobs that never finished (the caller fails them).
+  std::vector<std::unique_ptr<ScoreJob>> stop();
+  ScorerStats stats();
+
+ private:
+  struct Planned {
+    ScoreJob* job;
+    size_t branch;
+    llama_seq_id seq;
+    int32_t logits_index;
+  };
+
+  void loop();
+  // One llama_decode over as much queued work as fits; false when there was nothing to do.
+  bool step();
+  PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
+  void release_prefix(PrefixEntry* entry);
+  bool alloc_seq(llama_seq_id* out);
+  void free_seq(llama_seq_id seq);
+  bool evict_one_idle(const PrefixEntry* keep);
+  void trim_cache();
+  void finish(ScoreJob* job);
+  void fail_all_active(const std::string& why);
+
+  llama_context* ctx_;
+  llama_memory_t mem_;
+  const llama_vocab* vocab_;
+  int32_t n_vocab_;
+  ScorerOptions opts_;
+  llama_batch batch_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<ScoreJob>> incoming_;
+  bool stopping_ = false;
+  ScorerStats stats_;
+
+  // Loop-thread state.
+  std::vector<std::unique_ptr<ScoreJob>> active_;
+  std::vector<llama_seq_id> free_seqs_;
+  std::list<PrefixEntry> prefixes_;
+  uint64_t clock_ = 0;
+  std::vector<float> scratch_;
+
+  std::thread thread_;
+};
+
+}  // namespace arbitra

@@ -1,0 +1,212 @@
+// The engine host lives in the cluster primary: it forks the engine process (one model copy),
+// relays every HTTP worker's engine requests to it, tells workers whether it is up, restarts it
+// when it dies, and exposes its counters to Prometheus.
+import { fork, type ChildProcess } from 'node:child_process';
+import type { Worker } from 'node:cluster';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Gauge } from 'prom-client';
+import { ENGINE_CH, ENGINE_CONFIG_ENV, isEngineMessage, type EngineStatus, type ProcessEngineMessage, type WireError, type WorkerEngineMessage } from './ipc.js';
+import type { NativeStats } from './native.js';
+import type { EngineInfo, EngineOptions } from './types.js';
+
+const RESTART_BASE_MS = 500;
+const RESTART_MAX_MS = 30_000;
+const STATS_TIMEOUT_MS = 1_000;
+
+export interface EngineHostOptions {
+  modelPath: string;
+  engine: Partial<EngineOptions>;
+  log: (line: string) => void;
+}
+
+export interface EngineHost {
+  /** Resolves with the model facts once the first load succeeded; rejects if it failed. */
+  ready: Promise<EngineInfo>;
+  attach(worker: Worker): void;
+  stop(): Promise<void>;
+}
+
+interface Relay {
+  reply: (msg: ProcessEngineMessage & { type: 'response' }) => void;
+}
+
+export function startEngineHost(opts: EngineHostOptions): EngineHost {
+  const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), 'process-main.js');
+  const workers = new Set<Worker>();
+  const relays = new Map<number, Relay>();
+  let nextId = 1;
+  let child: ChildProcess | null = null;
+  let status: EngineStatus = 'loading';
+  let info: EngineInfo | undefined;
+  let statusMessage: string | undefined;
+  let stopping = false;
+  let everReady = false;
+  let failures = 0;
+  let restarts = 0;
+  let resolveReady: (info: EngineInfo) => void = () => {};
+  let rejectReady: (err: Error) => void = () => {};
+  const ready = new Promise<EngineInfo>((resolve, reject) => {
+    resolveReady = resolve;
+    rejectReady = reject;
+  });
+  ready.catch(() => {});
+
+  function statusMessageFor(worker: Worker): void {
+    if (!worker.isConnected()) return;
+    worker.send({ ch: ENGINE_CH, type: 'status', status, info, message: statusMessage } satisfies WorkerEngineMessage);
+  }
+
+  function setStatus(next: EngineStatus, message?: string): void {
+    status = next;
+    statusMessage = message;
+    for (const w of workers) statusMessageFor(w);
+  }
+
+  function failRelays(error: WireError): void {
+    for (const [id, relay] of relays) relay.reply({ type: 'response', id, ok: false, error });
+    relays.clear();
+  }
+
+  function request(op: ProcessEngineMessage & { type: 'request' }, relay: Relay): void {
+    if (!child?.connected || status !== 'ready') {
+      relay.reply({ type: 'response', id: op.id, ok: false, error: { code: 'unavailable', message: 'the engine is not running; retry shortly' } });
+      return;
+    }
+    relays.set(op.id, relay);
+    child.send(op);
+  }
+
+  function spawn(): void {
+    const proc = fork(entry, [], {
+      env: { ...process.env, [ENGINE_CONFIG_ENV]: JSON.stringify({ modelPath: opts.modelPath, options: opts.engine }) },
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    child = proc;
+    const bornAt = Date.now();
+    proc.on('message', (msg: ProcessEngineMessage) => {
+      if (msg.type === 'ready') {
+        info = msg.info;
+        everReady = true;
+        setStatus('ready');
+        resolveReady(msg.info);
+      } else if (msg.type === 'failed') {
+        if (!everReady) rejectReady(new Error(msg.error.message));
+        statusMessage = msg.error.message;
+      } else if (msg.type === 'response') {
+        const relay = relays.get(msg.id);
+        relays.delete(msg.id);
+        relay?.reply(msg);
+      }
+    });
+    proc.on('exit', (code, signal) => {
+      child = null;
+      failRelays({ code: 'unavailable', message: 'the engine process stopped while answering; retry shortly' });
+      if (stopping) return;
+      if (!everReady) {
+        rejectReady(new Error(statusMessage ?? `the engine process exited during start-up (${signal ?? `code ${code}`})`));
+        return;
+      }
+      restarts++;
+      failures = Date.now() - bornAt > 60_000 ? 1 : failures + 1;
+      const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (failures - 1));
+      opts.log(`engine process exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
+      setStatus('down', 'the engine is restarting');
+      setTimeout(() => {
+        if (stopping) return;
+        setStatus('loading', 'the engine is restarting');
+        spawn();
+      }, delay).unref();
+    });
+  }
+
+  registerEngineMetrics({
+    up: () => (status === 'ready' ? 1 : 0),
+    restarts: () => restarts,
+    stats: () =>
+      new Promise<NativeStats | null>((resolve) => {
+        const id = nextId++;
+        const timer = setTimeout(() => {
+          relays.delete(id);
+          resolve(null);
+        }, STATS_TIMEOUT_MS);
+        request(
+          { type: 'request', id, op: 'stats' },
+          {
+            reply: (msg) => {
+              clearTimeout(timer);
+              resolve(msg.ok ? (msg.result as NativeStats) : null);
+            },
+          },
+        );
+      }),
+  });
+
+  spawn();
+
+  return {
+    ready,
+    attach(worker) {
+      workers.add(worker);
+      worker.on('exit', () => workers.delete(worker));
+      worker.on('message', (msg: unknown) => {
+        if (!isEngineMessage(msg) || msg.type !== 'request') return;
+        const workerId = msg.id;
+        const { ch: _ch, id: _id, ...op } = msg;
+        request({ ...op, id: nextId++ } as ProcessEngineMessage & { type: 'request' }, {
+          reply: (res) => {
+            if (worker.isConnected()) worker.send({ ...res, ch: ENGINE_CH, id: workerId } satisfies WorkerEngineMessage);
+          },
+        });
+      });
+      statusMessageFor(worker);
+    },
+    async stop() {
+      stopping = true;
+      const proc = child;
+      if (!proc) return;
+      await new Promise<void>((resolve) => {
+        proc.once('exit', () => resolve());
+        proc.disconnect();
+        setTimeout(() => proc.kill('SIGKILL'), 10_000).unref();
+      });
+    },
+  };
+}
+
+/** Gauges in the primary's registry; the cluster metrics aggregation merges them with the workers'. */
+function registerEngineMetrics(src: { up: () => number; restarts: () => number; stats: () => Promise<NativeStats | null> }): void {
+  const gauges = {
+    queue: new Gauge({ name: 'arbitra_engine_queue_depth', help: 'Scoring jobs waiting or running in the engine' }),
+    decodes: new Gauge({ name: 'arbitra_engine_decodes_total', help: 'llama_decode calls since the engine started' }),
+    tokens: new Gauge({ name: 'arbitra_engine_tokens_evaluated_total', help: 'Tokens run through the model since the engine started' }),
+    branches: new Gauge({ name: 'arbitra_engine_branches_scored_total', help: 'Question branches scored since the engine started' }),
+    batchTokens: new Gauge({ name: 'arbitra_engine_last_batch_tokens', help: 'Tokens in the most recent llama_decode batch' }),
+    batchBranches: new Gauge({ name: 'arbitra_engine_last_batch_branches', help: 'Branches in the most recent llama_decode batch' }),
+    cached: new Gauge({ name: 'arbitra_engine_cached_prefixes', help: 'Prefixes kept in the KV cache' }),
+  };
+  new Gauge({
+    name: 'arbitra_engine_up',
+    help: '1 when the engine process has its model loaded',
+    collect() {
+      this.set(src.up());
+    },
+  });
+  new Gauge({
+    name: 'arbitra_engine_restarts_total',
+    help: 'Engine process restarts after a crash',
+    async collect() {
+      this.set(src.restarts());
+      const s = await src.stats();
+      if (!s) return;
+      gauges.queue.set(s.queueDepth);
+      gauges.decodes.set(s.decodes);
+      gauges.tokens.set(s.tokensEvaluated);
+      gauges.branches.set(s.branchesScored);
+      gauges.batchTokens.set(s.lastBatchTokens);
+      gauges.batchBranches.set(s.lastBatchBranches);
+      gauges.cached.set(s.cachedPrefixes);
+    },
+  });
+}

@@ -1,0 +1,119 @@
+// Typed wrapper over the addon: one loaded model, one KV cache, one scoring loop.
+import fs from 'node:fs';
+import os from 'node:os';
+import { loadAddon, type NativeEngine, type NativeStats } from './native.js';
+import { EngineError, type EngineErrorCode, type EngineOptions, type ModelFacts } from './types.js';
+
+export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
+  contextSize: 2048,
+  batchSize: 2048,
+  microBatchSize: 512,
+  maxSequences: 32,
+  threads: 0,
+  gpuLayers: 999,
+  prefixCacheTokens: 4096,
+};
+
+export interface ScoreBranchTokens {
+  suffix: Int32Array;
+  candidates: Int32Array;
+}
+
+export interface ScoreOutcome {
+  /** Per branch, per candidate: log-probability under the full-vocabulary softmax. */
+  logprobs: Float32Array[];
+  /** Tokens run through the model for this call. */
+  evaluated: number;
+  /** Prefix tokens reused from the KV cache. */
+  cached: number;
+}
+
+export type EngineStats = NativeStats;
+
+const KNOWN_CODES = new Set<EngineErrorCode>(['context_exceeded', 'invalid_request', 'load_failed', 'unavailable', 'closed', 'internal']);
+
+function asEngineError(err: unknown): EngineError {
+  if (err instanceof EngineError) return err;
+  const e = err as Error & { code?: string };
+  const code = KNOWN_CODES.has(e.code as EngineErrorCode) ? (e.code as EngineErrorCode) : e instanceof TypeError ? 'invalid_request' : 'internal';
+  return new EngineError(code, e.message);
+}
+
+export class LlamaEngine {
+  private constructor(
+    private readonly native: NativeEngine,
+    readonly facts: ModelFacts,
+  ) {}
+
+  static async load(modelPath: string, options: Partial<EngineOptions> = {}): Promise<LlamaEngine> {
+    const opts = { ...DEFAULT_ENGINE_OPTIONS, ...options };
+    if (opts.threads <= 0) opts.threads = os.availableParallelism();
+    const native = new (loadAddon().Engine)();
+    let raw: Record<string, unknown>;
+    try {
+      raw = await native.load(modelPath, { ...opts });
+    } catch (err) {
+      throw new EngineError('load_failed', (err as Error).message, { path: modelPath });
+    }
+    const facts: ModelFacts = {
+      path: modelPath,
+      fileSize: fs.statSync(modelPath).size,
+      architecture: String(raw.architecture),
+      description: String(raw.description),
+      parameters: Number(raw.parameters),
+      trainingContext: Number(raw.trainingContext),
+      quantMethod: String(raw.quantMethod),
+      quantBits: raw.quantBits === null ? null : Number(raw.quantBits),
+      vocabSize: Number(raw.vocabSize),
+      backend: raw.backend === 'cuda' ? 'cuda' : 'cpu',
+      gpuMemoryMb: raw.gpuMemoryMb === null ? null : Number(raw.gpuMemoryMb),
+      llamaBuild: String(raw.llamaBuild),
+      threads: Number(raw.threads),
+      contextSize: Number(raw.contextSize),
+      maxSequences: Number(raw.maxSequences),
+      hasChatTemplate: Boolean(raw.hasChatTemplate),
+    };
+    return new LlamaEngine(native, facts);
+  }
+
+  tokenize(text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean } = {}): Int32Array {
+    try {
+      return this.native.tokenize(text, opts.addSpecial ?? false, opts.parseSpecial ?? true);
+    } catch (err) {
+      throw asEngineError(err);
+    }
+  }
+
+  detokenize(tokens: Int32Array | number[]): string {
+    try {
+      return this.native.detokenize(tokens instanceof Int32Array ? tokens : Int32Array.from(tokens));
+    } catch (err) {
+      throw asEngineError(err);
+    }
+  }
+
+  /** The model's chat template applied to one user message (assistant turn opened); null when the model has none. */
+  applyChatTemplate(userMessage: string): string | null {
+    return this.native.applyChatTemplate(userMessage);
+  }
+
+  /**
+   * Scores every branch against the shared prefix in batched decodes: the prefix is evaluated once
+   * (or found in the prefix cache) and each branch's suffix shares its KV cells.
+   */
+  async score(prefix: Int32Array, branches: ScoreBranchTokens[]): Promise<ScoreOutcome> {
+    try {
+      return await this.native.score(prefix, branches);
+    } catch (err) {
+      throw asEngineError(err);
+    }
+  }
+
+  stats(): EngineStats {
+    return this.native.stats();
+  }
+
+  close(): Promise<void> {
+    return this.native.close();
+  }
+}

@@ -1,0 +1,65 @@
+// The engine service in the process that owns the model: text in, candidate log-probs out.
+import { promptFrame } from './frame.js';
+import { findOptionLabels, findYesNo } from './labels.js';
+import { LlamaEngine } from './llama-engine.js';
+import { EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
+
+export class LocalEngine implements EngineService {
+  private constructor(
+    readonly engine: LlamaEngine,
+    private readonly engineInfo: EngineInfo,
+    private readonly bosInHead: boolean,
+  ) {}
+
+  static async create(modelPath: string, options: Partial<EngineOptions> = {}): Promise<LocalEngine> {
+    const engine = await LlamaEngine.load(modelPath, options);
+    const tokenize = (text: string) => engine.tokenize(text, { addSpecial: false, parseSpecial: false });
+    const frame = promptFrame((m) => engine.applyChatTemplate(m));
+    const withBos = engine.tokenize('x', { addSpecial: true });
+    const bare = engine.tokenize('x', { addSpecial: false });
+    const bos = withBos.length > bare.length ? withBos[0] : undefined;
+    // Some templates spell out the BOS token themselves; adding another would double it.
+    const headTokens = engine.tokenize(frame.head, { addSpecial: false, parseSpecial: true });
+    const bosInHead = bos !== undefined && headTokens[0] === bos;
+    const info: EngineInfo = { ...engine.facts, frame, optionLabels: findOptionLabels(tokenize), ...findYesNo(tokenize) };
+    return new LocalEngine(engine, info, bosInHead);
+  }
+
+  async info(): Promise<EngineInfo> {
+    return this.engineInfo;
+  }
+
+  async scoreText(request: TextScoreRequest): Promise<TextScoreResult> {
+    if (request.branches.length === 0) throw new EngineError('invalid_request', 'at least one branch is needed');
+    const prefix = this.engine.tokenize(request.prefix, { addSpecial: !this.bosInHead, parseSpecial: true });
+    const suffixes = request.branches.map((b) => this.engine.tokenize(b.suffix, { addSpecial: false, parseSpecial: true }));
+    const longest = Math.max(...suffixes.map((s) => s.length));
+    const needed = prefix.length + longest;
+    if (needed > request.maxPromptTokens) {
+      throw new EngineError('context_exceeded', `the prompt needs ${needed} tokens, more than the limit of ${request.maxPromptTokens}`, {
+        tokens: needed,
+        limit: request.maxPromptTokens,
+        prefixTokens: prefix.length,
+      });
+    }
+    const outcome = await this.engine.score(
+      prefix,
+      request.branches.map((b, i) => ({ suffix: suffixes[i]!, candidates: Int32Array.from(b.candidates) })),
+    );
+    return {
+      branches: outcome.logprobs.map((lp) => Array.from(lp)),
+      promptTokens: prefix.length + suffixes.reduce((n, s) => n + s.length, 0),
+      prefixTokens: prefix.length,
+      evaluatedTokens: outcome.evaluated,
+      cachedTokens: outcome.cached,
+    };
+  }
+
+  close(): Promise<void> {
+    return this.engine.close();
+  }
+}
+
+export function createLocalEngine(modelPath: string, options: Partial<EngineOptions> = {}): Promise<LocalEngine> {
+  return LocalEngine.create(modelPath, options);
+}

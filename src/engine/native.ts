@@ -1,0 +1,51 @@
+// The raw addon binding. Only src/engine/llama-engine.ts may use it.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { packageRoot } from '../paths.js';
+
+export interface NativeScoreOutcome {
+  logprobs: Float32Array[];
+  evaluated: number;
+  cached: number;
+}
+
+export interface NativeStats {
+  decodes: number;
+  tokensEvaluated: number;
+  branchesScored: number;
+  jobsDone: number;
+  lastBatchTokens: number;
+  lastBatchBranches: number;
+  queueDepth: number;
+  cachedPrefixes: number;
+  pending: number;
+}
+
+export interface NativeEngine {
+  load(path: string, options: Record<string, number | string>): Promise<Record<string, unknown>>;
+  tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  detokenize(tokens: Int32Array): string;
+  applyChatTemplate(userMessage: string): string | null;
+  score(prefix: Int32Array, branches: { suffix: Int32Array; candidates: Int32Array }[]): Promise<NativeScoreOutcome>;
+  stats(): NativeStats;
+  close(): Promise<void>;
+}
+
+export interface NativeAddon {
+  Engine: new () => NativeEngine;
+  llamaBuild: string;
+  backend: 'cpu' | 'cuda';
+}
+
+let addon: NativeAddon | undefined;
+
+export function loadAddon(): NativeAddon {
+  if (addon) return addon;
+  const file = process.env.ARBITRA_ADDON ?? path.join(packageRoot(), 'build', 'Release', 'arbitra.node');
+  try {
+    addon = createRequire(import.meta.url)(file) as NativeAddon;
+  } catch (err) {
+    throw new Error(`cannot load the engine addon ${file}: ${(err as Error).message} (run \`npm install\` to build it)`);
+  }
+  return addon;
+}
