@@ -29,10 +29,36 @@ export class LocalEngine implements EngineService {
     return this.engineInfo;
   }
 
+  /**
+   * Only the frame's own text may produce control tokens: a caller's state or question that
+   * spells out e.g. "<start_of_turn>" stays plain text instead of opening a turn.
+   */
+  private tokenizeFramed(text: string, bos: boolean): Int32Array {
+    const { head, tail } = this.engineInfo.frame;
+    const parts: Int32Array[] = [];
+    let body = text;
+    if (bos && !this.bosInHead) parts.push(this.engine.tokenize('', { addSpecial: true }));
+    if (head && body.startsWith(head)) {
+      parts.push(this.engine.tokenize(head, { parseSpecial: true }));
+      body = body.slice(head.length);
+    }
+    const framedTail = tail !== '' && body.endsWith(tail);
+    if (framedTail) body = body.slice(0, body.length - tail.length);
+    parts.push(this.engine.tokenize(body, { parseSpecial: false }));
+    if (framedTail) parts.push(this.engine.tokenize(tail, { parseSpecial: true }));
+    const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+
   async scoreText(request: TextScoreRequest): Promise<TextScoreResult> {
     if (request.branches.length === 0) throw new EngineError('invalid_request', 'at least one branch is needed');
-    const prefix = this.engine.tokenize(request.prefix, { addSpecial: !this.bosInHead, parseSpecial: true });
-    const suffixes = request.branches.map((b) => this.engine.tokenize(b.suffix, { addSpecial: false, parseSpecial: true }));
+    const prefix = this.tokenizeFramed(request.prefix, true);
+    const suffixes = request.branches.map((b) => this.tokenizeFramed(b.suffix, false));
     const longest = Math.max(...suffixes.map((s) => s.length));
     const needed = prefix.length + longest;
     if (needed > request.maxPromptTokens) {
