@@ -1,0 +1,80 @@
+// Model facts against the GGUF's own metadata (read here without llama.cpp), and the stats counters.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import t from 'tap';
+import { LlamaEngine } from '../../src/engine/llama-engine.js';
+import { loadAddon } from '../../src/engine/native.js';
+import { readGgufHeader } from './gguf.js';
+
+const MODEL = 'models/gemma-3-270m-q4_k_m.gguf';
+// llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M
+const FTYPE_Q4_K_M = 15;
+
+const header = readGgufHeader(MODEL);
+const engine = await LlamaEngine.load(MODEL, { threads: 2, contextSize: 1024, maxSequences: 6 });
+t.teardown(() => engine.close());
+const facts = engine.facts;
+
+t.test('facts match the GGUF metadata', async (t) => {
+  const meta = header.metadata;
+  const arch = meta.get('general.architecture');
+  t.equal(arch, 'gemma3', 'the file is a gemma3 model');
+  t.equal(facts.architecture, arch);
+  t.equal(meta.get('general.file_type'), FTYPE_Q4_K_M, 'the file says Q4_K_M');
+  t.equal(facts.quantMethod, 'Q4_K_M');
+  t.equal(facts.quantBits, 4);
+  const ctx = meta.get(`${arch}.context_length`);
+  t.equal(ctx, 32768);
+  t.equal(facts.trainingContext, ctx, 'training context is the GGUF context_length');
+  const tokens = meta.get('tokenizer.ggml.tokens');
+  t.ok(tokens && typeof tokens === 'object', 'the GGUF holds a token list');
+  t.equal(facts.vocabSize, (tokens as { length: number }).length, 'vocab size is the token list length');
+  t.equal(facts.hasChatTemplate, meta.has('tokenizer.chat_template'), 'chat template presence matches the metadata');
+  t.equal(facts.hasChatTemplate, false, 'the default model is a base model without a template');
+  t.equal(engine.applyChatTemplate('hi'), null, 'no template to apply');
+});
+
+t.test('facts about the file, the build and the options', async (t) => {
+  t.equal(facts.path, MODEL);
+  t.equal(facts.fileSize, fs.statSync(MODEL).size);
+  // 268M parameters is the published size of Gemma 3 270M; embeddings make up most of it.
+  t.ok(facts.parameters > 250e6 && facts.parameters < 300e6, `parameter count ${facts.parameters}`);
+  t.match(facts.description, /gemma3/i);
+  const addon = loadAddon();
+  t.equal(facts.backend, addon.backend);
+  if (facts.backend === 'cpu') t.equal(facts.gpuMemoryMb, null, 'no GPU memory on the CPU backend');
+  else t.ok(facts.gpuMemoryMb !== null && facts.gpuMemoryMb > 0, 'GPU memory is reported');
+  const info = JSON.parse(fs.readFileSync('node_modules/node-llama-cpp/llama/llama.cpp.info.json', 'utf8')) as { tag: string };
+  const commit = execFileSync('git', ['-C', 'deps/llama.cpp', 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  t.equal(facts.llamaBuild, `${info.tag}-${commit}`, 'llama.cpp build id is the pinned tag and the source commit');
+  t.equal(facts.threads, 2);
+  t.equal(facts.contextSize, 1024, 'context size is per sequence');
+  t.equal(facts.maxSequences, 6);
+});
+
+t.test('stats counters move with each call', async (t) => {
+  const before = engine.stats();
+  t.equal(before.pending, 0);
+  const prefix = engine.tokenize('Stats check: the counters below must move.\n', { addSpecial: true });
+  const suffix = engine.tokenize('Answer:');
+  const candidates = Int32Array.from([engine.tokenize(' yes')[0]!]);
+  const running = engine.score(prefix, [{ suffix, candidates }, { suffix: engine.tokenize('Reply:'), candidates }]);
+  t.equal(engine.stats().pending, 1, 'a call in flight is pending');
+  const r = await running;
+  const after = engine.stats();
+  t.ok(after.decodes > before.decodes, 'decodes grew');
+  t.equal(after.tokensEvaluated - before.tokensEvaluated, r.evaluated, 'tokensEvaluated grew by what the call evaluated');
+  t.equal(after.branchesScored - before.branchesScored, 2);
+  t.equal(after.jobsDone - before.jobsDone, 1);
+  t.equal(after.lastBatchBranches, 2, 'both branches shared the last decode');
+  t.equal(after.pending, 0);
+  // queueDepth and cachedPrefixes are refreshed by the loop thread just after it hands results to JS.
+  const deadline = Date.now() + 2000;
+  let settled = engine.stats();
+  while ((settled.queueDepth !== 0 || settled.cachedPrefixes === 0) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 10));
+    settled = engine.stats();
+  }
+  t.equal(settled.queueDepth, 0, 'the queue drains');
+  t.ok(settled.cachedPrefixes >= 1, 'the prefix stays cached');
+});
