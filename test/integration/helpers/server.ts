@@ -1,0 +1,233 @@
+// The real `arbitra serve` as an operator runs it: a child process (its own process group, so the
+// primary, its HTTP workers and the engine process can be killed together) on 127.0.0.1, a
+// temporary LMDB data dir, the default model, and keys made with the real CLI.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+export const CLI = path.join(root, 'dist/src/cli/main.js');
+export const MODEL_FILE = path.join(root, 'models/gemma-3-270m-q4_k_m.gguf');
+export const CONSOLE_TOKEN = 'integration-console-token-0123456789';
+
+/** Why the suite cannot run here, or false; pass as a test's `skip`. */
+export const cannotRun: string | false = !fs.existsSync(CLI)
+  ? 'dist/ is not built (npx tsc -p tsconfig.json)'
+  : !fs.existsSync(MODEL_FILE)
+    ? 'the default model is not downloaded'
+    : false;
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed body; null when it is empty or not JSON. */
+  json: any;
+}
+
+export interface CallOptions {
+  method?: string;
+  /** An object is sent as JSON; a string is sent as is (content-type still application/json unless set). */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Bearer API key. */
+  key?: string;
+  /** A new connection per request, so the kernel spreads requests over the HTTP workers. */
+  fresh?: boolean;
+}
+
+export interface Server {
+  url: string;
+  port: number;
+  dataDir: string;
+  pid: number;
+  /** The engine backend named in the listening line (cpu, cuda). */
+  backend: string;
+  call(path: string, opts?: CallOptions): Promise<Reply>;
+  /** A new API key made with `arbitra keys create` against this data dir. */
+  createKey(email: string, name?: string): Promise<{ id: string; secret: string }>;
+  /** `arbitra keys revoke ID`. */
+  revokeKey(id: string): Promise<void>;
+  /** Console headers for a user of this server. */
+  console(email: string): Record<string, string>;
+  /** SIGKILL to the whole process group (primary, workers, engine); resolves once it is gone. */
+  kill9(): Promise<void>;
+  /** SIGTERM, then SIGKILL after a grace period. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** HTTP workers; 0 is single-process (default 2). */
+  workers?: number;
+  /** ARBITRA_* variables on top of a clean environment (console token included unless null). */
+  env?: Record<string, string>;
+  consoleToken?: string | null;
+  /** Reuse a data dir (restart after a crash); default a fresh one under `dir`. */
+  dataDir?: string;
+}
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('ARBITRA_') && !k.startsWith('TYPESAFE_')) env[k] = v;
+  return env;
+}
+
+function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitGroupGone(pgid: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (groupAlive(pgid)) {
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}
+
+/**
+ * Starts `arbitra serve` under `dir` and resolves once it prints its listening line.
+ * The caller stops it (t.teardown(server.stop)).
+ */
+export async function startServer(dir: string, opts: StartOptions = {}): Promise<Server> {
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(dir, 'data-'));
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...cleanEnv(), ...(opts.env ?? {}) };
+  if (opts.consoleToken !== null) env.ARBITRA_CONSOLE_TOKEN = opts.consoleToken ?? CONSOLE_TOKEN;
+  const workers = opts.workers ?? 2;
+  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port), '--workers', String(workers)], {
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
+  const pgid = child.pid!;
+  let log = '';
+  const line = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line within 180 s:\n${log}`)), 180_000);
+    child.stderr!.on('data', (c: Buffer) => {
+      log += c;
+      const m = /^arbitra listening on .*$/m.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[0]);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`arbitra serve exited (${signal ?? code}) before listening:\n${log}`));
+    });
+  });
+  // Keep draining stderr so a chatty server never blocks on a full pipe.
+  child.stderr!.resume();
+  const url = /http:\/\/\S+/.exec(line)![0];
+
+  let stopped: Promise<void> | null = null;
+  const server: Server = {
+    url,
+    port,
+    dataDir,
+    pid: pgid,
+    backend: /backend (\w+)/.exec(line)?.[1] ?? 'unknown',
+    async call(p, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      if (o.key !== undefined) headers.authorization = `Bearer ${o.key}`;
+      if (o.fresh) headers.connection = 'close';
+      let body: string | undefined;
+      if (o.body !== undefined) {
+        body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+        if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+      }
+      const res = await fetch(url + p, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+      const text = await res.text();
+      let json: any = null;
+      try {
+        json = text ? JSON.parse(text) : null;
+      } catch {
+        json = null;
+      }
+      return { status: res.status, headers: res.headers, text, json };
+    },
+    async createKey(email, name) {
+      const r = await runCli(['keys', 'create', '--email', email, '--data-dir', dataDir, ...(name ? ['--name', name] : [])]);
+      if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
+      const id = /created key (\S+)/.exec(r.stderr)?.[1];
+      if (!id) throw new Error(`keys create printed no id: ${r.stderr}`);
+      return { id, secret: r.stdout.split('\n')[0]!.trim() };
+    },
+    async revokeKey(id) {
+      const r = await runCli(['keys', 'revoke', id, '--data-dir', dataDir]);
+      if (r.code !== 0) throw new Error(`keys revoke failed: ${r.stderr}`);
+    },
+    console: (email) => ({ 'x-arbitra-console-token': opts.consoleToken ?? CONSOLE_TOKEN, 'x-arbitra-user-email': email }),
+    async kill9() {
+      if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+      await exited(child);
+      await waitGroupGone(pgid, 10_000);
+      stopped = Promise.resolve();
+    },
+    stop() {
+      stopped ??= (async () => {
+        if (!groupAlive(pgid)) return;
+        process.kill(-pgid, 'SIGTERM');
+        if (!(await waitGroupGone(pgid, 15_000))) {
+          process.kill(-pgid, 'SIGKILL');
+          await waitGroupGone(pgid, 5_000);
+        }
+        await exited(child);
+      })();
+      return stopped;
+    },
+  };
+  return server;
+}
+
+/** Resolves when Date.now() is within the first `ms` milliseconds of a second. */
+export async function startOfSecond(ms = 30): Promise<void> {
+  const into = Date.now() % 1000;
+  if (into < ms) return;
+  await new Promise((r) => setTimeout(r, 1000 - into));
+}
+
+/** Sum of every sample of a Prometheus metric whose labels contain all of `labels`. */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | null {
+  let total: number | null = null;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][\w:]*)(\{([^}]*)\})?\s+(\S+)$/.exec(line.trim());
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[3] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) total = (total ?? 0) + Number(m[4]);
+  }
+  return total;
+}
