@@ -16,7 +16,7 @@ namespace arbitra {
 
 struct EngineConfig {
   std::string path;
-  uint32_t n_ctx = 2048;  // per sequence
+  uint32_t n_ctx = 4096;  // per sequence
   uint32_t n_batch = 2048;
   uint32_t n_ubatch = 512;
   uint32_t n_seq_max = 32;

@@ -36,7 +36,7 @@ export interface Config {
   limits: LimitsConfig;
 }
 
-export const DEFAULT_CONTEXT_TOKENS = 8192;
+export const DEFAULT_CONTEXT_TOKENS = 2048;
 
 interface Setting {
   flag: string;
@@ -55,7 +55,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
   { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: `prompt tokens allowed without the long-context header (default ${DEFAULT_CONTEXT_TOKENS})` },
-  { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'engine KV cache cells shared by all sequences' },
+  { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'engine KV cells per sequence: the longest prompt the engine accepts (default 4096)' },
   { flag: '--threads', env: 'ARBITRA_THREADS', help: 'engine CPU threads' },
   { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },

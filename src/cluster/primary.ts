@@ -5,6 +5,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../config.js';
 import { startEngineHost } from '../engine/host.js';
 import { serveClusterMetrics } from '../metrics/cluster.js';
+import { startPurgeScheduler } from '../workers/purge.js';
 import { createModelCatalog } from '../api/routes/models.js';
 import { checkDataDir, probePort, resolveModel, startupLine, StartupError } from './preflight.js';
 import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js';
@@ -27,6 +28,11 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
   const modelId = createModelCatalog(modelPath, config.modelAliases).id;
 
   const host = startEngineHost({ modelPath, engine: config.engine, log });
+  // One purge schedule for the whole data dir, off the event loop in a piscina thread.
+  const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, {
+    storeOptions: { idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, idempotencyMax: config.limits.idempotencyMax },
+    log,
+  });
   const live = new Set<Worker>();
   const stopMetrics = serveClusterMetrics({
     workers: () => [...live].filter((w) => w.isConnected()),
@@ -94,7 +100,7 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
         }),
     );
     await Promise.all(exits);
-    await host.stop();
+    await Promise.all([host.stop(), purge.stop()]);
   }
 
   for (let i = 0; i < config.workers; i++) fork();

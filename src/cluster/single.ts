@@ -7,6 +7,7 @@ import { EngineError, type EngineService } from '../engine/types.js';
 import { startHttpServer } from '../http/server.js';
 import { localMetricsText } from '../metrics/cluster.js';
 import { openStore } from '../store/index.js';
+import { startPurgeScheduler } from '../workers/purge.js';
 import type { EngineStatus } from '../api/routes/health.js';
 import { checkDataDir, probePort, resolveModel, startupLine } from './preflight.js';
 
@@ -67,11 +68,14 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
     await store.close();
     throw err;
   }
+  const storeOptions = { idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, idempotencyMax: config.limits.idempotencyMax };
+  const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, { storeOptions, log });
   log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: implementation }));
   return {
     port: server.port,
     async stop() {
       await server.close();
+      await purge.stop();
       await local?.close();
       await store.close();
     },

@@ -44,8 +44,8 @@ function unservableOptions(req: NormalisedRequest, info: EngineInfo): Validation
 function contextFailure(err: EngineError, opts: DecideOptions, info: EngineInfo): ValidationFailure {
   const needed = typeof err.details.tokens === 'number' ? ` needs ${err.details.tokens} tokens and` : '';
   const msg = opts.longContext
-    ? `The state with its questions${needed} exceeds the model's limit of ${opts.maxPromptTokens} prompt tokens (its training context); shorten the state`
-    : `The state with its questions${needed} exceeds the default limit of ${opts.maxPromptTokens} prompt tokens; shorten the state, or send the header ${LONG_CONTEXT_HEADER}: true to allow up to the model's training context of ${info.trainingContext} tokens`;
+    ? `The state with its questions${needed} exceeds the limit of ${opts.maxPromptTokens} prompt tokens (the model's training context or the engine's --ctx-size, whichever is smaller); shorten the state`
+    : `The state with its questions${needed} exceeds the default limit of ${opts.maxPromptTokens} prompt tokens; shorten the state, or send the header ${LONG_CONTEXT_HEADER}: true to allow up to ${Math.min(info.trainingContext, info.contextSize)} tokens`;
   return new ValidationFailure([{ ...valueError(['body', 'state'], msg, undefined), ctx: { error: msg, max_prompt_tokens: opts.maxPromptTokens } }]);
 }
 

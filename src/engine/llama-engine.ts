@@ -5,7 +5,7 @@ import { loadAddon, type NativeEngine, type NativeStats } from './native.js';
 import { EngineError, type EngineErrorCode, type EngineOptions, type ModelFacts } from './types.js';
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
-  contextSize: 2048,
+  contextSize: 4096,
   batchSize: 2048,
   microBatchSize: 512,
   maxSequences: 32,

@@ -74,7 +74,7 @@ export function modelsRoutes(deps: ModelsRouteDeps): Route[] {
           id: name,
           object: 'model',
           owned_by: 'arbitra',
-          max_context_tokens: info.trainingContext,
+          max_context_tokens: Math.min(info.trainingContext, info.contextSize),
           description: name === deps.models.id ? base : `alias of ${deps.models.id} (${base})`,
         }));
         const body: ModelsListResponse = { object: 'list', data, models: data };

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { authenticate } from '../auth.js';
 import { ApiError, ValidationFailure, type ValidationErrorItem } from '../errors.js';
 import { API_VERSION } from '../render.js';
-import { SystemOneRequest, SystemOneResponse, RETENTION_DAYS, type RetentionInfo, type Usage } from '../schemas/systemone.js';
+import { SystemOneRequest, SystemOneResponse, type RetentionInfo, type Usage } from '../schemas/systemone.js';
 import { validateSystemOneRequest } from '../schemas/systemone-validate.js';
 import { parseJsonBody, valueError } from '../validation.js';
 import type { ModelCatalog } from './models.js';
@@ -22,6 +22,8 @@ export interface SystemOneDeps {
   models: ModelCatalog;
   /** Prompt tokens a request may use without the long-context header. */
   contextTokens: number;
+  /** How long a retained request is kept (ARBITRA_RETENTION_DAYS). */
+  limits: { retentionDays: number };
   /** Honour Idempotency-Key (default true). */
   idempotencyEnabled?: boolean;
   /** Clock for retention dates (tests). */
@@ -126,7 +128,8 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
     imageCheck(req, (body as { state: unknown }).state);
     const info = await deps.engine.info();
     const longContext = headerOn(req, LONG_CONTEXT_HEADERS);
-    const maxPromptTokens = longContext ? info.trainingContext : Math.min(deps.contextTokens, info.trainingContext);
+    const modelLimit = Math.min(info.trainingContext, info.contextSize);
+    const maxPromptTokens = longContext ? modelLimit : Math.min(deps.contextTokens, modelLimit);
 
     const idemKey = idempotencyOn ? idempotencyKey(req) : null;
     const bodyHash = idemKey ? createHash('sha256').update(canonicalJson(body)).digest('hex') : '';
@@ -155,8 +158,8 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
     const retention: RetentionInfo | null = request.options.retain
       ? {
           retained: true,
-          retention_days: RETENTION_DAYS,
-          retention_until: new Date(created.getTime() + RETENTION_DAYS * 86_400_000).toISOString(),
+          retention_days: deps.limits.retentionDays,
+          retention_until: new Date(created.getTime() + deps.limits.retentionDays * 86_400_000).toISOString(),
           pseudonym_id: deps.store.retention.pseudonym(key.id),
           region: 'eu',
         }
