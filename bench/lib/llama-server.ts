@@ -1,0 +1,57 @@
+// Builds and runs llama.cpp's `llama-server` from the same source and with the same kernels as the
+// addon: the baseline the API benchmark compares against.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { llamaCmakeFlags } from './llama-bench.js';
+
+export function ensureLlamaServer(root: string, log: (msg: string) => void): string {
+  const llamaDir = path.join(root, 'deps', 'llama.cpp');
+  const buildDir = path.join(root, 'build', 'bench-tools');
+  const binary = path.join(buildDir, 'bin', 'llama-server');
+  if (fs.existsSync(binary)) return binary;
+  const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
+  log(`building llama-server into ${buildDir} (one-off, several minutes)`);
+  // Same flags as llama-bench's build in the same folder, plus the server target.
+  execFileSync('cmake', ['-S', llamaDir, '-B', buildDir, ...generator, ...llamaCmakeFlags(), '-DLLAMA_BUILD_SERVER=ON'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('cmake', ['--build', buildDir, '--target', 'llama-server', '--parallel'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (!fs.existsSync(binary)) throw new Error(`the llama-server build finished but ${binary} is missing`);
+  return binary;
+}
+
+export interface RunningLlamaServer {
+  url: string;
+  command: string;
+  stop(): Promise<void>;
+}
+
+export async function startLlamaServer(binary: string, opts: { model: string; port: number; threads: number; parallel: number; ctxPerSlot: number }): Promise<RunningLlamaServer> {
+  const args = [
+    '-m', opts.model, '--host', '127.0.0.1', '--port', String(opts.port), '-t', String(opts.threads), '-tb', String(opts.threads),
+    '-np', String(opts.parallel), '-c', String(opts.ctxPerSlot * opts.parallel), '--no-webui',
+  ];
+  const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const url = `http://127.0.0.1:${opts.port}`;
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`llama-server exited: ${stderr}`);
+    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    if (ok) {
+      return {
+        url,
+        command: [binary, ...args].join(' '),
+        stop: () =>
+          new Promise<void>((resolve) => {
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      };
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`llama-server did not become healthy: ${stderr}`);
+}

@@ -1,0 +1,18 @@
+// bench/RESULTS.md holds one "## <name>" section per benchmark; each run replaces its own section.
+import fs from 'node:fs';
+
+export function replaceSection(file: string, name: string, body: string): void {
+  const heading = `## ${name}`;
+  const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n';
+  const lines = text.split('\n');
+  const start = lines.findIndex((l) => l.trim() === heading);
+  const section = [heading, '', body.trimEnd(), ''];
+  if (start < 0) {
+    fs.writeFileSync(file, `${text.trimEnd()}\n\n${section.join('\n')}`);
+    return;
+  }
+  let end = lines.findIndex((l, i) => i > start && l.startsWith('## '));
+  if (end < 0) end = lines.length;
+  lines.splice(start, end - start, ...section);
+  fs.writeFileSync(file, lines.join('\n'));
+}
