@@ -19,6 +19,9 @@ function standardHeaders(req: HttpRequest): Record<string, string> {
     'content-type': JSON_TYPE,
     'x-arbitra-api-version': API_VERSION,
     'x-request-id': req.requestId,
+    // The third party's SDK reads request ids (errors included) from this header; a decision
+    // overrides it with its response id.
+    'x-typesafe-request-id': req.requestId,
   };
 }
 
