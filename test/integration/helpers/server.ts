@@ -212,11 +212,9 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
   return server;
 }
 
-/** Resolves when Date.now() is within the first `ms` milliseconds of a second. */
-export async function startOfSecond(ms = 30): Promise<void> {
-  const into = Date.now() % 1000;
-  if (into < ms) return;
-  await new Promise((r) => setTimeout(r, 1000 - into));
+/** Resolves just after the next whole second, so per-second windows start fresh. */
+export async function nextSecond(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 1005 - (Date.now() % 1000)));
 }
 
 /** Sum of every sample of a Prometheus metric whose labels contain all of `labels`. */
