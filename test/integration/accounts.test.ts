@@ -5,6 +5,8 @@ import t from 'tap';
 import { openStore, type Store } from '../../src/store/index.js';
 import { cannotRun, nextSecond, startServer, type Reply, type Server } from './helpers/server.js';
 
+type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
+
 const DAILY = 20;
 const IP_PER_MINUTE = 30;
 const CHEAP = { state: 'My invoice is wrong.', questions: { q: { instructions: 'Is this about billing?' } } };
@@ -33,7 +35,7 @@ const secondsToMidnight = (): number => {
 const statuses = (replies: Reply[]): Record<number, number> =>
   replies.reduce<Record<number, number>>((acc, r) => ((acc[r.status] = (acc[r.status] ?? 0) + 1), acc), {});
 
-function limited(t: Tap.Test, r: Reply, errorType: string, retryAfter?: number): void {
+function limited(t: TapTest, r: Reply, errorType: string, retryAfter?: number): void {
   t.equal(r.status, 429, `429 ${errorType}: ${r.text.slice(0, 200)}`);
   t.equal(r.json?.detail?.error_type, errorType);
   t.type(r.json?.detail?.message, 'string');
@@ -145,7 +147,7 @@ if (cannotRun) {
       ['a bad user email', server.console('not-an-email'), 422, null],
     ];
     for (const [name, headers, status, errorType] of cases) {
-      for (const [method, path] of [['GET', '/v1/console/api-keys'], ['POST', '/v1/console/api-keys'], ['GET', '/v1/console/account']]) {
+      for (const [method, path] of [['GET', '/v1/console/api-keys'], ['POST', '/v1/console/api-keys'], ['GET', '/v1/console/account']] as const) {
         const r = await server.call(path, { method, headers, body: method === 'POST' ? {} : undefined });
         t.equal(r.status, status, `${name}: ${method} ${path}`);
         if (errorType) t.equal(r.json?.detail?.error_type, errorType);

@@ -14,6 +14,8 @@ import {
 } from '@typesafe-ai/sdk';
 import { cannotRun, startServer } from './helpers/server.js';
 
+type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
+
 const MODEL_ID = 'gemma-3-270m-q4_k_m';
 // Small enough that the quota 429 costs a handful of decisions; each is counted below.
 const DAILY = 4;
@@ -32,7 +34,7 @@ if (cannotRun) {
   let decisions = 0;
 
   /** The rejection of `p`, failing the test when it resolves. */
-  async function rejection(t: Tap.Test, p: Promise<unknown>): Promise<any> {
+  async function rejection(t: TapTest, p: Promise<unknown>): Promise<any> {
     try {
       await p;
     } catch (err) {
@@ -43,7 +45,7 @@ if (cannotRun) {
   }
 
   /** What every error the SDK surfaces from us must carry. */
-  function surfaced(t: Tap.Test, err: any, status: number, message: RegExp): void {
+  function surfaced(t: TapTest, err: any, status: number, message: RegExp): void {
     t.ok(err instanceof APIError, `an APIError (${err?.constructor?.name})`);
     t.equal(err.status, status);
     t.match(err.message, message, `message: ${err.message}`);
