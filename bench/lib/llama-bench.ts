@@ -1,0 +1,73 @@
+// Builds and runs llama.cpp's own `llama-bench`, the reference the engine benchmark is measured against.
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The addon's llama.cpp build settings (CMakeLists.txt, portable default): static libraries, no
+ * -march=native but the x86-64-v3 features, no OpenMP, no network code. The reference must use the
+ * same kernels as the addon, or the ratio would compare compilers rather than scoring strategies.
+ */
+export function llamaCmakeFlags(): string[] {
+  const flags = [
+    '-DCMAKE_BUILD_TYPE=Release',
+    '-DBUILD_SHARED_LIBS=OFF',
+    '-DGGML_OPENMP=OFF',
+    '-DGGML_CUDA=OFF',
+    '-DGGML_NATIVE=OFF',
+    '-DLLAMA_CURL=OFF',
+    '-DLLAMA_OPENSSL=OFF',
+    '-DLLAMA_BUILD_COMMON=ON',
+    '-DLLAMA_BUILD_TOOLS=ON',
+    '-DLLAMA_BUILD_TESTS=OFF',
+    '-DLLAMA_BUILD_EXAMPLES=OFF',
+    '-DLLAMA_BUILD_SERVER=OFF',
+  ];
+  if (process.arch === 'x64') for (const f of ['AVX', 'AVX2', 'FMA', 'F16C', 'BMI2']) flags.push(`-DGGML_${f}=ON`);
+  return flags;
+}
+
+/** Path of the llama-bench binary under `buildDir`, building it from `llamaDir` when it is missing. */
+export function ensureLlamaBench(root: string, log: (msg: string) => void): string {
+  const llamaDir = path.join(root, 'deps', 'llama.cpp');
+  const buildDir = path.join(root, 'build', 'bench-tools');
+  const binary = path.join(buildDir, 'bin', 'llama-bench');
+  if (fs.existsSync(binary)) return binary;
+  if (!fs.existsSync(path.join(llamaDir, 'CMakeLists.txt'))) throw new Error(`llama.cpp source not found at ${llamaDir}; run \`npm install\` first`);
+  const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
+  log(`building llama-bench into ${buildDir} (one-off, several minutes)`);
+  execFileSync('cmake', ['-S', llamaDir, '-B', buildDir, ...generator, ...llamaCmakeFlags()], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('cmake', ['--build', buildDir, '--target', 'llama-bench', '--parallel'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (!fs.existsSync(binary)) throw new Error(`the llama-bench build finished but ${binary} is missing`);
+  return binary;
+}
+
+export interface LlamaBenchRun {
+  command: string;
+  /** Mean prompt-processing tokens/s over the repetitions. */
+  tokensPerSecond: number;
+  stddev: number;
+  promptTokens: number;
+  threads: number;
+  repetitions: number;
+  buildCommit: string;
+  cpu: string;
+}
+
+export function runLlamaBench(binary: string, model: string, opts: { promptTokens: number; threads: number; repetitions: number }): LlamaBenchRun {
+  const args = ['-m', model, '-p', String(opts.promptTokens), '-n', '0', '-t', String(opts.threads), '-r', String(opts.repetitions), '-o', 'json'];
+  const out = execFileSync(binary, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 16 << 20 });
+  const rows = JSON.parse(out) as Array<Record<string, unknown>>;
+  const pp = rows.find((r) => Number(r.n_prompt) === opts.promptTokens && Number(r.n_gen) === 0);
+  if (!pp) throw new Error(`llama-bench printed no prompt-processing row: ${out.slice(0, 500)}`);
+  return {
+    command: [binary, ...args].join(' '),
+    tokensPerSecond: Number(pp.avg_ts),
+    stddev: Number(pp.stddev_ts),
+    promptTokens: opts.promptTokens,
+    threads: Number(pp.n_threads),
+    repetitions: opts.repetitions,
+    buildCommit: String(pp.build_commit),
+    cpu: String(pp.cpu_info),
+  };
+}
