@@ -1,0 +1,247 @@
+// `npm run bench:engine`: prompt tokens/s of score() on a realistic decision workload (one ~200-token
+// state, 4 questions of ~40 tokens, 4 options each, 4 permutations each = 16 branches) against the
+// prefill tokens/s that llama-bench, built from the same llama.cpp source with the same flags,
+// measures for the same model and thread count. Writes bench/out/engine.json and the engine section
+// of bench/RESULTS.md.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildBranch, buildPrefix } from '../src/decision/prompt.js';
+import { balancedOrderings } from '../src/decision/permutations.js';
+import type { ChoiceSpec } from '../src/decision/normalise.js';
+import { createLocalEngine } from '../src/engine/local.js';
+import type { EngineInfo } from '../src/engine/types.js';
+import { packageRoot } from '../src/paths.js';
+import { ensureLlamaBench, runLlamaBench } from './lib/llama-bench.js';
+import { replaceSection } from './lib/results.js';
+
+const root = packageRoot();
+const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
+const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
+const iterations = Number(process.env.BENCH_ITERATIONS) || 8;
+const PASSES = 4;
+const log = (msg: string): void => void process.stdout.write(`[bench:engine] ${msg}\n`);
+
+const STATE =
+  'Ticket #8812, opened Tuesday 09:14 by the operations manager of a mid-sized logistics company on the Business plan ' +
+  '(42 seats, annual contract, renewal in five weeks). "Since the update last Thursday our dispatchers cannot export the ' +
+  'daily route sheets to PDF: the button spins for a minute and then shows error 502. We worked around it by printing from ' +
+  'the browser, but the drivers now get sheets without the barcodes, so the warehouse scanners reject them and every ' +
+  'delivery is checked by hand. That costs us about two hours each morning. We were also billed for 45 seats this month ' +
+  'although we removed three users in March, and nobody answered the two emails I sent about that. If this is not fixed ' +
+  'before the end of the week I will have to recommend to our director that we do not renew. Please call me back today; ' +
+  'I am at my desk until 17:00." Previous tickets from this customer: two, both about invoices, both closed within a day.';
+
+const QUESTIONS: ChoiceSpec[] = [
+  {
+    kind: 'choice', name: 'topic', instructions: 'Which area does the main problem in this ticket belong to?',
+    options: [
+      { label: 'billing', description: 'invoices, seats, payments' },
+      { label: 'export', description: 'PDF or file export features' },
+      { label: 'access', description: 'logins and permissions' },
+      { label: 'other', description: null },
+    ],
+  },
+  {
+    kind: 'choice', name: 'urgency', instructions: 'How quickly should support respond to this customer?',
+    options: [
+      { label: 'today', description: 'call back within hours' },
+      { label: 'this week', description: null },
+      { label: 'next week', description: null },
+      { label: 'no reply needed', description: null },
+    ],
+  },
+  {
+    kind: 'choice', name: 'churn', instructions: 'How likely is this customer to cancel or not renew the contract?',
+    options: [
+      { label: 'very likely', description: 'explicit threat to leave' },
+      { label: 'possible', description: null },
+      { label: 'unlikely', description: null },
+      { label: 'unknown', description: null },
+    ],
+  },
+  {
+    kind: 'choice', name: 'team', instructions: 'Which team should own the follow-up on this ticket?',
+    options: [
+      { label: 'engineering', description: 'bugs and outages' },
+      { label: 'finance', description: 'invoice corrections' },
+      { label: 'account management', description: 'renewals and escalations' },
+      { label: 'first-line support', description: null },
+    ],
+  },
+];
+
+interface Workload {
+  prefix: Int32Array;
+  branches: { suffix: Int32Array; candidates: Int32Array }[];
+}
+
+function workload(info: EngineInfo, tokenize: (text: string, bos: boolean) => Int32Array, state: string): Workload {
+  const prefix = tokenize(buildPrefix(info.frame, state), true);
+  const branches = QUESTIONS.flatMap((q) =>
+    balancedOrderings(q.options.length, PASSES).map((ordering) => {
+      const b = buildBranch(q, ordering, info);
+      return { suffix: tokenize(b.suffix, false), candidates: Int32Array.from(b.candidates) };
+    }),
+  );
+  return { prefix, branches };
+}
+
+interface Measured {
+  variant: string;
+  iterations: number;
+  prefixTokens: number;
+  suffixTokens: number;
+  /** Prompt tokens the request represents: the prefix once plus every suffix. */
+  promptTokens: number;
+  /** Tokens one prompt per branch would evaluate: prefix + suffix for every branch. */
+  perBranchTokens: number;
+  evaluatedTokens: number;
+  cachedTokens: number;
+  medianMs: number;
+  meanMs: number;
+  minMs: number;
+  usefulTokensPerSecond: number;
+  evaluatedTokensPerSecond: number;
+  perBranchEquivalentTokensPerSecond: number;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+async function measure(variant: string, run: (i: number) => Promise<{ w: Workload; evaluated: number; cached: number; ms: number }>): Promise<Measured> {
+  const times: number[] = [];
+  let evaluated = 0;
+  let cached = 0;
+  let w: Workload | undefined;
+  for (let i = 0; i < iterations; i++) {
+    const r = await run(i);
+    times.push(r.ms);
+    evaluated += r.evaluated;
+    cached += r.cached;
+    w = r.w;
+  }
+  const prefixTokens = w!.prefix.length;
+  const suffixTokens = w!.branches.reduce((n, b) => n + b.suffix.length, 0);
+  const promptTokens = prefixTokens + suffixTokens;
+  const perBranchTokens = w!.branches.length * prefixTokens + suffixTokens;
+  const med = median(times);
+  const perCall = evaluated / iterations;
+  return {
+    variant,
+    iterations,
+    prefixTokens,
+    suffixTokens,
+    promptTokens,
+    perBranchTokens,
+    evaluatedTokens: perCall,
+    cachedTokens: cached / iterations,
+    medianMs: med,
+    meanMs: times.reduce((a, b) => a + b, 0) / times.length,
+    minMs: Math.min(...times),
+    usefulTokensPerSecond: promptTokens / (med / 1000),
+    evaluatedTokensPerSecond: perCall / (med / 1000),
+    perBranchEquivalentTokensPerSecond: perBranchTokens / (med / 1000),
+  };
+}
+
+const fmt = (n: number, digits = 0) => n.toFixed(digits);
+
+async function main(): Promise<void> {
+  const loadBefore = os.loadavg();
+  const binary = ensureLlamaBench(root, log);
+
+  const local = await createLocalEngine(model, { threads });
+  const engine = local.engine;
+  const info = await local.info();
+  const tokenize = (text: string, bos: boolean) => engine.tokenize(text, { addSpecial: bos, parseSpecial: true });
+  const call = async (w: Workload) => {
+    const t0 = performance.now();
+    const r = await engine.score(w.prefix, w.branches);
+    return { w, evaluated: r.evaluated, cached: r.cached, ms: performance.now() - t0 };
+  };
+
+  const base = workload(info, tokenize, STATE);
+  log(`workload: prefix ${base.prefix.length} tokens, ${base.branches.length} branches of ${base.branches.map((b) => b.suffix.length).join('/')} tokens`);
+  for (let i = 0; i < 2; i++) await call(workload(info, tokenize, `Warm-up ${i}. ${STATE}`));
+
+  // Cold: a different state each time, so the prefix is always evaluated (no prefix-cache hit).
+  const cold = await measure('prefix-cache cold', (i) => call(workload(info, tokenize, `Case ${1000 + i}. ${STATE}`)));
+  log(`cold: median ${fmt(cold.medianMs)} ms, ${fmt(cold.usefulTokensPerSecond)} useful tok/s, ${fmt(cold.evaluatedTokensPerSecond)} evaluated tok/s`);
+  // Warm: the same state asked again, as a client re-asking about one state does.
+  await call(base);
+  const warm = await measure('prefix-cache warm', () => call(base));
+  log(`warm: median ${fmt(warm.medianMs)} ms, ${fmt(warm.usefulTokensPerSecond)} useful tok/s, ${fmt(warm.evaluatedTokensPerSecond)} evaluated tok/s`);
+  await local.close();
+
+  // The reference runs after the engine is closed so that neither competes with the other.
+  const ppTokens = 512;
+  const ref = runLlamaBench(binary, model, { promptTokens: ppTokens, threads, repetitions: 3 });
+  log(`llama-bench pp${ppTokens}: ${fmt(ref.tokensPerSecond, 1)} ± ${fmt(ref.stddev, 1)} tok/s`);
+  const loadAfter = os.loadavg();
+
+  const ratio = (m: Measured) => m.usefulTokensPerSecond / ref.tokensPerSecond;
+  const evaluatedShare = cold.evaluatedTokens / cold.perBranchTokens;
+  const result = {
+    date: new Date().toISOString(),
+    command: 'npm run bench:engine',
+    machine: {
+      cpu: os.cpus()[0]?.model ?? 'unknown',
+      cores: os.availableParallelism(),
+      threads,
+      memoryGb: Math.round(os.totalmem() / 1e9),
+      loadAverageBefore: loadBefore,
+      loadAverageAfter: loadAfter,
+      node: process.version,
+    },
+    model: { path: path.relative(root, model), quant: info.quantMethod, parameters: info.parameters, llamaBuild: info.llamaBuild, backend: info.backend },
+    engineOptions: { contextSize: info.contextSize, maxSequences: info.maxSequences, threads: info.threads },
+    llamaBench: ref,
+    workload: { questions: QUESTIONS.length, options: 4, passes: PASSES, branches: base.branches.length, prefixTokens: base.prefix.length, suffixTokens: base.branches.map((b) => b.suffix.length) },
+    cold,
+    warm,
+    ratios: {
+      usefulVsLlamaBenchCold: ratio(cold),
+      usefulVsLlamaBenchWarm: ratio(warm),
+      evaluatedVsLlamaBenchCold: cold.evaluatedTokensPerSecond / ref.tokensPerSecond,
+      sharedPrefixEvaluatedVsPerBranch: evaluatedShare,
+    },
+    targets: { usefulVsLlamaBench: 0.8, sharedPrefixEvaluatedVsPerBranch: 0.4 },
+  };
+  fs.mkdirSync(path.join(root, 'bench', 'out'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'bench', 'out', 'engine.json'), JSON.stringify(result, null, 2) + '\n');
+
+  const busy = Math.max(loadBefore[0]!, loadAfter[0]!) > result.machine.cores * 0.5;
+  const row = (m: Measured) =>
+    `| ${m.variant} | ${fmt(m.medianMs)} | ${m.promptTokens} | ${fmt(m.evaluatedTokens)} | ${fmt(m.cachedTokens)} | ${fmt(m.usefulTokensPerSecond)} | ${fmt(m.evaluatedTokensPerSecond)} | ${fmt(ratio(m), 2)} |`;
+  const body = [
+    `Run ${result.date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench:engine\` (${iterations} timed calls per variant after 2 warm-up calls; median shown).`,
+    '',
+    `Machine: ${result.machine.cpu}, ${result.machine.cores} cores, ${threads} threads for both llama-bench and the engine, ${result.machine.memoryGb} GB RAM, ${info.backend} backend, llama.cpp ${info.llamaBuild}, Node ${process.version}.`,
+    `Load average (1 min) ${fmt(loadBefore[0]!, 2)} before and ${fmt(loadAfter[0]!, 2)} after.` +
+      (busy ? ' Other processes shared the cores during the run, so absolute figures are low and noisy; the ratios compare runs made under the same load.' : ''),
+    '',
+    `Model: ${result.model.path} (${info.quantMethod}). Workload: one state of ${base.prefix.length} tokens, ${QUESTIONS.length} choice questions × 4 options × ${PASSES} permutations = ${base.branches.length} branches of ${Math.min(...result.workload.suffixTokens)}–${Math.max(...result.workload.suffixTokens)} tokens, laid out by src/decision/prompt.ts.`,
+    '',
+    `Reference: \`${ref.command.replace(root + '/', '')}\` → **${fmt(ref.tokensPerSecond, 1)} ± ${fmt(ref.stddev, 1)} tok/s** prompt processing (pp${ppTokens}).`,
+    '',
+    '| variant | median ms | prompt tokens | evaluated | cached | useful tok/s | evaluated tok/s | useful ÷ llama-bench |',
+    '|---|---|---|---|---|---|---|---|',
+    row(cold),
+    row(warm),
+    '',
+    '- useful tok/s: prompt tokens the request represents (the state once plus every suffix) ÷ wall time of the score() call.',
+    `- Shared-prefix path vs one prompt per branch (cold): ${fmt(cold.evaluatedTokens)} evaluated tokens vs ${cold.perBranchTokens} (${base.branches.length} × prefix + suffix) = **${fmt(evaluatedShare, 3)}** (target ≤ 0.4).`,
+    `- Useful tok/s ÷ llama-bench pp tok/s, cold: **${fmt(ratio(cold), 2)}** (target ≥ 0.8); warm (prefix cached): ${fmt(ratio(warm), 2)}.`,
+    `- Counted as one prompt per branch, the cold call would have processed ${fmt(cold.perBranchEquivalentTokensPerSecond)} tok/s (${fmt(cold.perBranchEquivalentTokensPerSecond / ref.tokensPerSecond, 2)} × llama-bench).`,
+    '',
+    'Raw figures: bench/out/engine.json.',
+  ].join('\n');
+  replaceSection(path.join(root, 'bench', 'RESULTS.md'), 'Engine (`npm run bench:engine`)', body);
+  process.stdout.write(`${body}\n`);
+}
+
+await main();
