@@ -175,17 +175,35 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   };
 }
 
-/** Gauges in the primary's registry; the cluster metrics aggregation merges them with the workers'. */
+/**
+ * Gauges in the primary's registry; the cluster metrics aggregation merges them with the workers'.
+ * Every gauge's collect() awaits one stats call shared by the whole scrape, so no gauge is read
+ * before the numbers arrive.
+ */
 function registerEngineMetrics(src: { up: () => number; restarts: () => number; stats: () => Promise<NativeStats | null> }): void {
-  const gauges = {
-    queue: new Gauge({ name: 'arbitra_engine_queue_depth', help: 'Scoring jobs waiting or running in the engine' }),
-    decodes: new Gauge({ name: 'arbitra_engine_decodes_total', help: 'llama_decode calls since the engine started' }),
-    tokens: new Gauge({ name: 'arbitra_engine_tokens_evaluated_total', help: 'Tokens run through the model since the engine started' }),
-    branches: new Gauge({ name: 'arbitra_engine_branches_scored_total', help: 'Question branches scored since the engine started' }),
-    batchTokens: new Gauge({ name: 'arbitra_engine_last_batch_tokens', help: 'Tokens in the most recent llama_decode batch' }),
-    batchBranches: new Gauge({ name: 'arbitra_engine_last_batch_branches', help: 'Branches in the most recent llama_decode batch' }),
-    cached: new Gauge({ name: 'arbitra_engine_cached_prefixes', help: 'Prefixes kept in the KV cache' }),
+  let shared: { at: number; stats: Promise<NativeStats | null> } | null = null;
+  const stats = (): Promise<NativeStats | null> => {
+    const now = Date.now();
+    if (!shared || now - shared.at > 250) shared = { at: now, stats: src.stats() };
+    return shared.stats;
   };
+  const fromStats = (name: string, help: string, read: (s: NativeStats) => number): void => {
+    new Gauge({
+      name,
+      help,
+      async collect() {
+        const s = await stats();
+        if (s) this.set(read(s));
+      },
+    });
+  };
+  fromStats('arbitra_engine_queue_depth', 'Scoring jobs waiting or running in the engine', (s) => s.queueDepth);
+  fromStats('arbitra_engine_decodes_total', 'llama_decode calls since the engine started', (s) => s.decodes);
+  fromStats('arbitra_engine_tokens_evaluated_total', 'Tokens run through the model since the engine started', (s) => s.tokensEvaluated);
+  fromStats('arbitra_engine_branches_scored_total', 'Question branches scored since the engine started', (s) => s.branchesScored);
+  fromStats('arbitra_engine_last_batch_tokens', 'Tokens in the most recent llama_decode batch', (s) => s.lastBatchTokens);
+  fromStats('arbitra_engine_last_batch_branches', 'Branches in the most recent llama_decode batch', (s) => s.lastBatchBranches);
+  fromStats('arbitra_engine_cached_prefixes', 'Prefixes kept in the KV cache', (s) => s.cachedPrefixes);
   new Gauge({
     name: 'arbitra_engine_up',
     help: '1 when the engine process has its model loaded',
@@ -196,17 +214,8 @@ function registerEngineMetrics(src: { up: () => number; restarts: () => number; 
   new Gauge({
     name: 'arbitra_engine_restarts_total',
     help: 'Engine process restarts after a crash',
-    async collect() {
+    collect() {
       this.set(src.restarts());
-      const s = await src.stats();
-      if (!s) return;
-      gauges.queue.set(s.queueDepth);
-      gauges.decodes.set(s.decodes);
-      gauges.tokens.set(s.tokensEvaluated);
-      gauges.branches.set(s.branchesScored);
-      gauges.batchTokens.set(s.lastBatchTokens);
-      gauges.batchBranches.set(s.lastBatchBranches);
-      gauges.cached.set(s.cachedPrefixes);
     },
   });
 }

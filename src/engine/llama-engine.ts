@@ -55,9 +55,11 @@ export class LlamaEngine {
     } catch (err) {
       throw new EngineError('load_failed', (err as Error).message, { path: modelPath });
     }
+    const file = fs.statSync(modelPath);
     const facts: ModelFacts = {
       path: modelPath,
-      fileSize: fs.statSync(modelPath).size,
+      fileSize: file.size,
+      fileModified: file.mtime.toISOString(),
       architecture: String(raw.architecture),
       description: String(raw.description),
       parameters: Number(raw.parameters),

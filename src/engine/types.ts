@@ -23,6 +23,8 @@ export interface EngineOptions {
 export interface ModelFacts {
   path: string;
   fileSize: number;
+  /** When the model file was last written (ISO 8601). */
+  fileModified: string;
   architecture: string;
   description: string;
   parameters: number;

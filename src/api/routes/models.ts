@@ -76,6 +76,8 @@ export function modelsRoutes(deps: ModelsRouteDeps): Route[] {
           owned_by: 'arbitra',
           max_context_tokens: Math.min(info.trainingContext, info.contextSize),
           description: name === deps.models.id ? base : `alias of ${deps.models.id} (${base})`,
+          name,
+          release_date: info.fileModified.slice(0, 10),
         }));
         const body: ModelsListResponse = { object: 'list', data, models: data };
         return { status: 200, body };

@@ -111,7 +111,7 @@ function idempotencyKey(req: HttpRequest): string | null {
 
 function replay(stored: Buffer, status: number): HttpResponse {
   const { id } = JSON.parse(stored.toString('utf8')) as { id: string };
-  return { status, headers: { 'x-typesafe-request-id': id, 'idempotent-replayed': 'true' }, body: stored };
+  return { status, headers: { 'x-typesafe-request-id': id, 'x-request-id': id, 'idempotent-replayed': 'true' }, body: stored };
 }
 
 export function systemoneRoutes(deps: SystemOneDeps): Route[] {
@@ -191,7 +191,8 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
     // The exact bytes go out and into the idempotency store, so a replay is byte-identical.
     const bytes = Buffer.from(JSON.stringify(response), 'utf8');
     if (idemKey) await deps.store.idempotency.save(key.id, idemKey, bodyHash, 200, bytes);
-    return { status: 200, headers: { 'content-type': 'application/json', 'x-typesafe-request-id': id }, body: bytes };
+    // Both request-id headers name the response id: it is the request's identity from now on.
+    return { status: 200, headers: { 'content-type': 'application/json', 'x-typesafe-request-id': id, 'x-request-id': id }, body: bytes };
   }
 
   return [

@@ -7,6 +7,10 @@ export const ModelInfo = Type.Object({
   owned_by: Type.Optional(Type.String({ default: 'arbitra' })),
   max_context_tokens: Type.Integer(),
   description: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  /** The third party's SDK shows models as cards with a name and a release date. */
+  name: Type.Optional(Type.String()),
+  /** YYYY-MM-DD: when the served model file was last written. */
+  release_date: Type.Optional(Type.String()),
 });
 export type ModelInfo = Static<typeof ModelInfo>;
 
