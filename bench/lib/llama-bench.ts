@@ -71,3 +71,20 @@ export function runLlamaBench(binary: string, model: string, opts: { promptToken
     cpu: String(pp.cpu_info),
   };
 }
+
+/** CPU seconds used by the whole machine and by this process with its waited-for children (Linux /proc; zeros elsewhere). */
+export function cpuSeconds(): { machine: number; self: number } {
+  try {
+    const ticks = 100; // USER_HZ on every Linux that Node supports
+    const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal: busy = all but idle and iowait
+    const machine = (cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]! + cpu[7]!) / ticks;
+    // /proc/self/stat fields after the command name: utime stime cutime cstime are fields 14..17
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const self = (rest[11]! + rest[12]! + rest[13]! + rest[14]!) / ticks;
+    return { machine, self };
+  } catch {
+    return { machine: 0, self: 0 };
+  }
+}
