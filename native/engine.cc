@@ -66,6 +66,10 @@ class LoadWorker : public Napi::AsyncWorker {
     const size_t gpu_before = gpu_memory_used();
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = cfg_.n_gpu_layers;
+    // Repacked CPU weights switch between a 4-row GEMM and a GEMV kernel depending on where a
+    // token's row falls in the batch, and the two round differently: a branch's log-probs would
+    // then depend on its neighbours in the batch. Off unless asked for.
+    mp.use_extra_bufts = cfg_.repack;
     model_ = llama_model_load_from_file(cfg_.path.c_str(), mp);
     if (model_ == nullptr) return SetError("failed to load the model: " + cfg_.path);
 
@@ -98,6 +102,7 @@ class LoadWorker : public Napi::AsyncWorker {
     gpu_bytes_ = gpu_after > gpu_before ? gpu_after - gpu_before : 0;
     ScorerOptions so;
     so.n_batch = cfg_.n_batch;
+    so.prefix_chunk = std::min<uint32_t>(512, cfg_.n_batch);
     so.n_seq_max = llama_n_seq_max(ctx_);
     so.prefix_cache_tokens = cfg_.prefix_cache_tokens;
     scorer_ = std::make_unique<Scorer>(ctx_, so);
@@ -140,6 +145,7 @@ class CloseWorker : public Napi::AsyncWorker {
   void OnOK() override {
     for (auto& job : left_) {
       job->error = "the engine was closed before the request finished";
+      job->error_code = "closed";
       auto done = std::move(job->on_done);
       done(std::move(job));
     }
@@ -214,6 +220,8 @@ Napi::Value Engine::Load(const Napi::CallbackInfo& info) {
       const std::string v = fa.As<Napi::String>().Utf8Value();
       cfg.flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
     }
+    Napi::Value rp = o.Get("weightRepack");
+    if (rp.IsBoolean()) cfg.repack = rp.As<Napi::Boolean>().Value();
     Napi::Value pc = o.Get("prefixCacheTokens");
     if (pc.IsNumber()) cfg.prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
   }
@@ -396,7 +404,7 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
       std::unique_ptr<Settlement> owned(s);
       ScoreJob& j = *owned->job;
       if (!j.error.empty()) {
-        owned->deferred.Reject(coded_error(env, "internal", j.error).Value());
+        owned->deferred.Reject(coded_error(env, j.error_code, j.error).Value());
       } else {
         Napi::Array logprobs = Napi::Array::New(env, j.logprobs.size());
         for (size_t i = 0; i < j.logprobs.size(); ++i) {

@@ -24,6 +24,7 @@ struct EngineConfig {
   int32_t n_gpu_layers = 0;
   uint32_t prefix_cache_tokens = 4096;
   int32_t flash_attn = -1;  // llama_flash_attn_type: -1 auto, 0 off, 1 on
+  bool repack = false;      // CPU weight repacking (see LoadWorker::Execute)
 };
 
 class Engine : public Napi::ObjectWrap<Engine> {

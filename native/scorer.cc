@@ -59,12 +59,13 @@ void Scorer::submit(std::unique_ptr<ScoreJob> job) {
     std::lock_guard<std::mutex> lk(mu_);
     if (!stopping_) {
       incoming_.push_back(std::move(job));
-      stats_.queue_depth = incoming_.size() + active_.size();
+      stats_.queue_depth++;  // active_ belongs to the loop thread; finish() recounts exactly
       cv_.notify_one();
       return;
     }
   }
   job->error = "the engine is closed";
+  job->error_code = "closed";
   auto done = std::move(job->on_done);
   done(std::move(job));
 }
@@ -102,7 +103,7 @@ void Scorer::loop() {
     }
     if (!step()) {
       // Nothing could be scheduled although work is waiting: only possible when a job can never fit.
-      fail_all_active("the engine could not schedule the request (sequence or batch limits too small)");
+      fail_all_active("the engine could not schedule the request (sequence or batch limits too small)", "internal");
     }
   }
 }
@@ -153,9 +154,12 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
       job->cached = static_cast<int64_t>(e.decoded);
       return &e;
     }
-    const size_t n = common_prefix(e.tokens, tokens, e.decoded);
-    if (n > best) {
-      best = n;
+    // A cached prefix is reused when the new one extends it at a chunk boundary, so the rest is
+    // decoded in the same chunks as a cold start would use. Trimming a longer copy is not an
+    // option: the hole it leaves in the KV stream changes llama.cpp's rounding (0.35 nats seen).
+    if (e.decoded > best && e.decoded < tokens.size() && e.decoded % opts_.prefix_chunk == 0 &&
+        common_prefix(e.tokens, tokens, e.decoded) == e.decoded) {
+      best = e.decoded;
       donor = &e;
     }
   }
@@ -164,15 +168,8 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   llama_seq_id seq;
   if (free_seqs_.empty() && !evict_one_idle(donor)) return nullptr;
   if (!alloc_seq(&seq)) return nullptr;
-  if (donor != nullptr && best > 0) {
-    // Sequences live in separate KV streams, which llama.cpp copies only whole: copy, then cut
-    // the donor's tail that this prefix does not share.
-    llama_memory_seq_cp(mem_, donor->seq, seq, -1, -1);
-    if (!llama_memory_seq_rm(mem_, seq, static_cast<llama_pos>(best), -1)) {
-      llama_memory_seq_rm(mem_, seq, -1, -1);
-      best = 0;
-    }
-  }
+  // Sequences live in separate KV streams, which llama.cpp copies whole.
+  if (donor != nullptr) llama_memory_seq_cp(mem_, donor->seq, seq, -1, -1);
   PrefixEntry entry;
   entry.seq = seq;
   entry.tokens = tokens;
@@ -204,8 +201,10 @@ bool Scorer::step() {
     }
     PrefixEntry* e = job->entry;
     const size_t total = e->tokens.size();
-    if (e->step_begin < 0 && e->decoded < total && budget > 0) {
-      const int32_t take = static_cast<int32_t>(std::min<size_t>(total - e->decoded, static_cast<size_t>(budget)));
+    if (e->step_begin < 0 && e->decoded < total) {
+      const size_t chunk_end = std::min(total, (e->decoded / opts_.prefix_chunk + 1) * opts_.prefix_chunk);
+      const int32_t take = static_cast<int32_t>(chunk_end - e->decoded);
+      if (take > budget) break;  // a chunk is never cut to fit: it waits for the next batch
       e->step_begin = batch_.n_tokens;
       e->step_count = take;
       for (int32_t i = 0; i < take; ++i) {
@@ -263,8 +262,11 @@ bool Scorer::step() {
     bool evicted = false;
     while (rc == 1 && evict_one_idle(nullptr)) evicted = true;
     if (!evicted) {
-      fail_all_active(rc == 1 ? "the engine's KV cache is full: raise --ctx-size or send a shorter state"
-                              : "llama_decode failed with code " + std::to_string(rc));
+      if (rc == 1) {
+        fail_all_active("the engine's KV cache is full; retry shortly", "unavailable");
+      } else {
+        fail_all_active("llama_decode failed with code " + std::to_string(rc), "internal");
+      }
     }
     return true;
   }
@@ -296,41 +298,43 @@ bool Scorer::step() {
   }
 
   std::vector<std::unique_ptr<ScoreJob>> still;
+  std::vector<std::unique_ptr<ScoreJob>> done;
   for (auto& owned : active_) {
-    if (owned->branches_done == owned->branches.size()) {
-      finish(owned.release());
-    } else {
-      still.push_back(std::move(owned));
-    }
+    (owned->branches_done == owned->branches.size() ? done : still).push_back(std::move(owned));
   }
   active_ = std::move(still);
-  trim_cache();
-  std::lock_guard<std::mutex> lk(mu_);
-  stats_.queue_depth = incoming_.size() + active_.size();
-  stats_.cached_prefixes = prefixes_.size();
+  finish(std::move(done));
   return true;
 }
 
-void Scorer::finish(ScoreJob* raw) {
-  std::unique_ptr<ScoreJob> job(raw);
-  if (job->entry != nullptr) release_prefix(job->entry);
-  job->entry = nullptr;
+void Scorer::finish(std::vector<std::unique_ptr<ScoreJob>> jobs) {
+  for (auto& job : jobs) {
+    if (job->entry != nullptr) release_prefix(job->entry);
+    job->entry = nullptr;
+  }
+  trim_cache();
+  // Counters first, callbacks second: a caller reading stats() after its promise resolved sees
+  // its own job accounted for.
   {
     std::lock_guard<std::mutex> lk(mu_);
-    stats_.jobs_done++;
+    stats_.jobs_done += jobs.size();
+    stats_.queue_depth = incoming_.size() + active_.size();
+    stats_.cached_prefixes = prefixes_.size();
   }
-  auto done = std::move(job->on_done);
-  done(std::move(job));
+  for (auto& job : jobs) {
+    auto done = std::move(job->on_done);
+    done(std::move(job));
+  }
 }
 
-void Scorer::fail_all_active(const std::string& why) {
+void Scorer::fail_all_active(const std::string& why, const char* code) {
   std::vector<std::unique_ptr<ScoreJob>> failed = std::move(active_);
   active_.clear();
   for (auto& job : failed) {
     job->error = why;
-    finish(job.release());
+    job->error_code = code;
   }
-  trim_cache();
+  finish(std::move(failed));
 }
 
 }  // namespace arbitra

@@ -34,6 +34,7 @@ struct ScoreJob {
   int64_t evaluated = 0;                     // tokens this job ran through the model
   int64_t cached = 0;                        // prefix tokens found in the prefix cache
   std::string error;
+  const char* error_code = "internal";  // EngineError code reported with `error`
 
   // Called once on the loop thread when the job is finished (or failed).
   std::function<void(std::unique_ptr<ScoreJob>)> on_done;
@@ -46,6 +47,9 @@ struct ScoreJob {
 
 struct ScorerOptions {
   uint32_t n_batch = 2048;
+  // Prefixes are decoded in chunks that end at multiples of this many tokens, whatever else shares
+  // the batch, so a prefix's KV (and every score read from it) never depends on server load.
+  uint32_t prefix_chunk = 512;
   uint32_t n_seq_max = 64;
   // Idle prefix tokens kept for reuse; older ones are evicted to hand their sequences back.
   uint32_t prefix_cache_tokens = 4096;
@@ -92,8 +96,9 @@ class Scorer {
   void free_seq(llama_seq_id seq);
   bool evict_one_idle(const PrefixEntry* keep);
   void trim_cache();
-  void finish(ScoreJob* job);
-  void fail_all_active(const std::string& why);
+  // Releases the jobs' prefixes, updates the counters, then hands each job to its on_done.
+  void finish(std::vector<std::unique_ptr<ScoreJob>> jobs);
+  void fail_all_active(const std::string& why, const char* code);
 
   llama_context* ctx_;
   llama_memory_t mem_;

@@ -119,7 +119,7 @@ t.test('close() then score() is a clear error; close twice is fine', async (t) =
   );
   if (!settled.ok) {
     const code = (settled.err as EngineError).code;
-    t.equal(code, 'closed', 'the call cut off by close() has the code closed', { todo: code === 'closed' ? false : 'engine bug: it is rejected with code internal' });
+    t.equal(code, 'closed', 'the call cut off by close() has the code closed');
   }
   await rejectsWith(t, e.score(p, [{ suffix, candidates }]), 'closed', /no model loaded/, 'score after close');
   let thrown: unknown = null;
