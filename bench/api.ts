@@ -12,7 +12,8 @@ import { decide } from '../src/decision/decide.js';
 import { createLocalEngine } from '../src/engine/local.js';
 import type { EngineService, TextScoreRequest } from '../src/engine/types.js';
 import { packageRoot } from '../src/paths.js';
-import { ensureLlamaServer, startLlamaServer } from './lib/llama-server.js';
+import { ensureLlamaTool } from './lib/llama-bench.js';
+import { startLlamaServer } from './lib/llama-server.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { replaceSection } from './lib/results.js';
 
@@ -120,7 +121,7 @@ interface Row {
 
 async function main(): Promise<void> {
   fs.mkdirSync(path.join(root, 'bench', 'out'), { recursive: true });
-  const serverBinary = ensureLlamaServer(root, log);
+  const serverBinary = ensureLlamaTool(root, 'llama-server', log);
 
   log('building the prompts the baseline will be asked');
   const local = await createLocalEngine(model, { threads });

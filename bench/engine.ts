@@ -12,7 +12,7 @@ import type { ChoiceSpec } from '../src/decision/normalise.js';
 import { createLocalEngine } from '../src/engine/local.js';
 import type { EngineInfo } from '../src/engine/types.js';
 import { packageRoot } from '../src/paths.js';
-import { cpuSeconds, ensureLlamaBench, runLlamaBench } from './lib/llama-bench.js';
+import { cpuSeconds, ensureLlamaTool, runLlamaBench } from './lib/llama-bench.js';
 import { replaceSection } from './lib/results.js';
 
 const root = packageRoot();
@@ -151,7 +151,7 @@ async function measure(variant: string, run: (i: number) => Promise<{ w: Workloa
 const fmt = (n: number, digits = 0) => n.toFixed(digits);
 
 async function main(): Promise<void> {
-  const binary = ensureLlamaBench(root, log);
+  const binary = ensureLlamaTool(root, 'llama-bench', log);
   const loadBefore = os.loadavg();
   const cpuBefore = cpuSeconds();
   const wallBefore = performance.now();

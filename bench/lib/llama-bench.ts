@@ -21,24 +21,27 @@ export function llamaCmakeFlags(): string[] {
     '-DLLAMA_BUILD_TOOLS=ON',
     '-DLLAMA_BUILD_TESTS=OFF',
     '-DLLAMA_BUILD_EXAMPLES=OFF',
-    '-DLLAMA_BUILD_SERVER=OFF',
+    '-DLLAMA_BUILD_SERVER=ON',
   ];
   if (process.arch === 'x64') for (const f of ['AVX', 'AVX2', 'FMA', 'F16C', 'BMI2']) flags.push(`-DGGML_${f}=ON`);
   return flags;
 }
 
-/** Path of the llama-bench binary under `buildDir`, building it from `llamaDir` when it is missing. */
-export function ensureLlamaBench(root: string, log: (msg: string) => void): string {
+/**
+ * Path of a llama.cpp tool (llama-bench, llama-server) under build/bench-tools, building it from
+ * deps/llama.cpp when it is missing. Both tools share one build folder configured one way.
+ */
+export function ensureLlamaTool(root: string, target: 'llama-bench' | 'llama-server', log: (msg: string) => void): string {
   const llamaDir = path.join(root, 'deps', 'llama.cpp');
   const buildDir = path.join(root, 'build', 'bench-tools');
-  const binary = path.join(buildDir, 'bin', 'llama-bench');
+  const binary = path.join(buildDir, 'bin', target);
   if (fs.existsSync(binary)) return binary;
   if (!fs.existsSync(path.join(llamaDir, 'CMakeLists.txt'))) throw new Error(`llama.cpp source not found at ${llamaDir}; run \`npm install\` first`);
   const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
-  log(`building llama-bench into ${buildDir} (one-off, several minutes)`);
+  log(`building ${target} into ${buildDir} (one-off, several minutes)`);
   execFileSync('cmake', ['-S', llamaDir, '-B', buildDir, ...generator, ...llamaCmakeFlags()], { stdio: ['ignore', 'ignore', 'inherit'] });
-  execFileSync('cmake', ['--build', buildDir, '--target', 'llama-bench', '--parallel'], { stdio: ['ignore', 'ignore', 'inherit'] });
-  if (!fs.existsSync(binary)) throw new Error(`the llama-bench build finished but ${binary} is missing`);
+  execFileSync('cmake', ['--build', buildDir, '--target', target, '--parallel'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (!fs.existsSync(binary)) throw new Error(`the ${target} build finished but ${binary} is missing`);
   return binary;
 }
 

@@ -1,23 +1,6 @@
-// Builds and runs llama.cpp's `llama-server` from the same source and with the same kernels as the
-// addon: the baseline the API benchmark compares against.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
-import { llamaCmakeFlags } from './llama-bench.js';
-
-export function ensureLlamaServer(root: string, log: (msg: string) => void): string {
-  const llamaDir = path.join(root, 'deps', 'llama.cpp');
-  const buildDir = path.join(root, 'build', 'bench-tools');
-  const binary = path.join(buildDir, 'bin', 'llama-server');
-  if (fs.existsSync(binary)) return binary;
-  const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
-  log(`building llama-server into ${buildDir} (one-off, several minutes)`);
-  // Same flags as llama-bench's build in the same folder, plus the server target.
-  execFileSync('cmake', ['-S', llamaDir, '-B', buildDir, ...generator, ...llamaCmakeFlags(), '-DLLAMA_BUILD_SERVER=ON'], { stdio: ['ignore', 'ignore', 'inherit'] });
-  execFileSync('cmake', ['--build', buildDir, '--target', 'llama-server', '--parallel'], { stdio: ['ignore', 'ignore', 'inherit'] });
-  if (!fs.existsSync(binary)) throw new Error(`the llama-server build finished but ${binary} is missing`);
-  return binary;
-}
+// Runs llama.cpp's `llama-server` (built by ensureLlamaTool from the same source and kernels as the
+// addon): the baseline the API benchmark compares against.
+import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface RunningLlamaServer {
   url: string;
