@@ -109,5 +109,5 @@ t.test('with the real model loaded', { skip: !fs.existsSync(modelFile) && 'the d
   t.same(body.models, body.data);
   t.same(body.data.map((m: any) => m.id), ['gemma-3-270m-q4_k_m', 'jev-latest', 'jev-preview', 'default', 'fast']);
   const info = await engine.info();
-  for (const m of body.data) t.match(m, { object: 'model', owned_by: 'arbitra', max_context_tokens: info.trainingContext, description: String });
+  for (const m of body.data) t.match(m, { object: 'model', owned_by: 'arbitra', max_context_tokens: Math.min(info.trainingContext, info.contextSize), description: String, name: m.id, release_date: /^\d{4}-\d{2}-\d{2}$/ });
 });
