@@ -64,8 +64,14 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The prompts our decision layer builds for a body: what the baseline is asked, one per branch. */
-async function promptsFor(body: unknown, engine: EngineService): Promise<{ prompts: string[]; candidates: number }> {
+// Every request carries its own state, as real traffic does: otherwise both servers would only
+// measure their caches (llama-server's slots keep whole identical prompts).
+const STATE_SLOT = '\u0001STATE\u0001';
+let requestNumber = 0;
+const nextState = (): string => `${TICKET} (reference ${++requestNumber})`;
+
+/** The prompts our decision layer builds for a body, with STATE_SLOT where the state goes: what the baseline is asked, one per branch. */
+async function promptsFor(body: object, engine: EngineService): Promise<{ prompts: string[]; candidates: number }> {
   const info = await engine.info();
   let captured: TextScoreRequest | undefined;
   const capture: EngineService = {
@@ -75,7 +81,7 @@ async function promptsFor(body: unknown, engine: EngineService): Promise<{ promp
       throw new Error('captured');
     },
   };
-  await decide(validateSystemOneRequest(body), capture, info, { maxPromptTokens: 100_000 }).catch(() => undefined);
+  await decide(validateSystemOneRequest({ ...body, state: STATE_SLOT }), capture, info, { maxPromptTokens: 100_000 }).catch(() => undefined);
   if (!captured) throw new Error('the decision layer built no prompt');
   return { prompts: captured.branches.map((b) => captured!.prefix + b.suffix), candidates: captured.branches[0]!.candidates.length };
 }
@@ -91,10 +97,11 @@ async function startArbitra(dataDir: string, port: number): Promise<{ key: strin
   };
   const key = execFileSync(process.execPath, [cli, 'keys', 'create', '--email', 'bench@example.com', '--data-dir', dataDir], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n')[0]!.trim();
   const args = [cli, 'serve', '--port', String(port), '--data-dir', dataDir, '--model', model, '--workers', '1', '--threads', String(threads)];
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // The start-up line goes to stderr, like every line the server logs.
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stderr!.on('data', (d: Buffer) => {
       out += d.toString();
       if (out.includes('listening on')) resolve();
     });
@@ -135,12 +142,11 @@ async function main(): Promise<void> {
   const ours: Record<string, LoadResult[]> = { a: [], b: [] };
   try {
     for (const w of ['a', 'b'] as const) {
-      const payload = JSON.stringify(WORKLOADS[w].body);
       const once = async (): Promise<boolean> => {
         const r = await fetch(`http://127.0.0.1:${arbitraPort}/v1/systemone`, {
           method: 'POST',
           headers: { authorization: `Bearer ${arbitra.key}`, 'content-type': 'application/json' },
-          body: payload,
+          body: JSON.stringify({ ...WORKLOADS[w].body, state: nextState() }),
         });
         await r.arrayBuffer();
         return r.status === 200;
@@ -173,7 +179,10 @@ async function main(): Promise<void> {
         return r.ok && Array.isArray(j.completion_probabilities);
       };
       // A decision is all of its question × pass prompts, sent together as a client would.
-      const once = async (): Promise<boolean> => (await Promise.all(list.map(ask))).every(Boolean);
+      const once = async (): Promise<boolean> => {
+        const state = nextState();
+        return (await Promise.all(list.map((p) => ask(p.replace(STATE_SLOT, state))))).every(Boolean);
+      };
       await runLoad(once, { concurrency: 2, seconds: 0, minPerClient: 2 });
       for (const [i, c] of levels.entries()) {
         const res = await runLoad(once, { concurrency: c, seconds, minPerClient: 1 });
@@ -198,6 +207,7 @@ async function main(): Promise<void> {
     'API',
     `Command: \`npm run bench:api\` (${out.date}; ${out.cpus} cores, ${threads} engine threads, ${seconds} s per cell, 1-minute load average ${load} at the end).
 
+- Every request has its own state (the ticket plus a reference number), so neither server answers from a cache of whole prompts; within a request ours shares the state prefix across questions and passes.
 - (a) ${WORKLOADS.a.name}: ${prompts.a.prompts.length} prompts per decision for the baseline.
 - (b) ${WORKLOADS.b.name}: ${prompts.b.prompts.length} prompt per decision.
 - Ours: \`${out.arbitra}\` (rate limits raised for the run).
