@@ -8,6 +8,7 @@ import type { HttpImplementation } from './http/types.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
 import { loadLimitsConfig, type LimitsConfig } from './limits/config.js';
 import { packageRoot } from './paths.js';
+import type { StoreOptions } from './store/index.js';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -168,4 +169,9 @@ function parseAliases(text: string | undefined): Record<string, string> {
     out[m[1]!] = m[2]!;
   }
   return out;
+}
+
+/** How every serving process opens the LMDB store. */
+export function storeOptions(config: Config): StoreOptions {
+  return { idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, idempotencyMax: config.limits.idempotencyMax };
 }

@@ -2,7 +2,7 @@
 // forks the HTTP workers and keeps them alive, answers their metrics requests, and shuts it all
 // down on SIGTERM/SIGINT. It serves no HTTP itself.
 import cluster, { type Worker } from 'node:cluster';
-import type { Config } from '../config.js';
+import { storeOptions, type Config } from '../config.js';
 import { startEngineHost } from '../engine/host.js';
 import { serveClusterMetrics } from '../metrics/cluster.js';
 import { startPurgeScheduler } from '../workers/purge.js';
@@ -30,7 +30,7 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
   const host = startEngineHost({ modelPath, engine: config.engine, log });
   // One purge schedule for the whole data dir, off the event loop in a piscina thread.
   const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, {
-    storeOptions: { idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, idempotencyMax: config.limits.idempotencyMax },
+    storeOptions: storeOptions(config),
     log,
   });
   const live = new Set<Worker>();

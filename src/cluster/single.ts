@@ -1,7 +1,7 @@
 // `--workers 0`: engine, store and HTTP server in one process. The server starts while the model
 // loads, so /health can say "loading" instead of the port refusing connections.
 import { createAppDeps, createApp } from '../app.js';
-import type { Config } from '../config.js';
+import { storeOptions, type Config } from '../config.js';
 import { createLocalEngine, type LocalEngine } from '../engine/local.js';
 import { EngineError, type EngineService } from '../engine/types.js';
 import { startHttpServer } from '../http/server.js';
@@ -20,10 +20,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   checkDataDir(config.dataDir);
   const port = await probePort(config.host, config.port);
   const modelPath = await resolveModel(config, log);
-  const store = await openStore(config.dataDir, {
-    idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
-    idempotencyMax: config.limits.idempotencyMax,
-  });
+  const store = await openStore(config.dataDir, storeOptions(config));
 
   let status: EngineStatus = 'loading';
   let local: LocalEngine | null = null;
@@ -68,8 +65,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
     await store.close();
     throw err;
   }
-  const storeOptions = { idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, idempotencyMax: config.limits.idempotencyMax };
-  const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, { storeOptions, log });
+  const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, { storeOptions: storeOptions(config), log });
   log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: implementation }));
   return {
     port: server.port,

@@ -1,6 +1,6 @@
 // One HTTP worker of `arbitra serve`: engine over IPC, its own LMDB handle, the full route set.
 import { createApp, createAppDeps } from '../app.js';
-import type { Config } from '../config.js';
+import { storeOptions, type Config } from '../config.js';
 import { connectEngine } from '../engine/client.js';
 import { startHttpServer } from '../http/server.js';
 import { workerMetrics } from '../metrics/cluster.js';
@@ -14,10 +14,7 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
   try {
     const port = Number(process.env[CLUSTER_PORT_ENV] ?? config.port);
     const engine = connectEngine();
-    const store = await openStore(config.dataDir, {
-      idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
-      idempotencyMax: config.limits.idempotencyMax,
-    });
+    const store = await openStore(config.dataDir, storeOptions(config));
     let implementation: 'uws' | 'node' = 'node';
     const deps = createAppDeps(config, {
       engine,

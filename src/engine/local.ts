@@ -4,25 +4,32 @@ import { findOptionLabels, findYesNo } from './labels.js';
 import { LlamaEngine } from './llama-engine.js';
 import { EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
+/** The frame's fixed pieces, tokenised once at load (control tokens parsed). */
+interface FrameTokens {
+  /** BOS to put before a prefix; empty when the model has none or the head spells it out. */
+  bos: Int32Array;
+  head: Int32Array;
+  tail: Int32Array;
+}
+
 export class LocalEngine implements EngineService {
   private constructor(
     readonly engine: LlamaEngine,
     private readonly engineInfo: EngineInfo,
-    private readonly bosInHead: boolean,
+    private readonly frameTokens: FrameTokens,
   ) {}
 
   static async create(modelPath: string, options: Partial<EngineOptions> = {}): Promise<LocalEngine> {
     const engine = await LlamaEngine.load(modelPath, options);
     const tokenize = (text: string) => engine.tokenize(text, { addSpecial: false, parseSpecial: false });
     const frame = promptFrame((m) => engine.applyChatTemplate(m));
-    const withBos = engine.tokenize('x', { addSpecial: true });
-    const bare = engine.tokenize('x', { addSpecial: false });
-    const bos = withBos.length > bare.length ? withBos[0] : undefined;
+    const bos = engine.tokenize('', { addSpecial: true });
+    const head = engine.tokenize(frame.head, { parseSpecial: true });
+    const tail = engine.tokenize(frame.tail, { parseSpecial: true });
     // Some templates spell out the BOS token themselves; adding another would double it.
-    const headTokens = engine.tokenize(frame.head, { addSpecial: false, parseSpecial: true });
-    const bosInHead = bos !== undefined && headTokens[0] === bos;
+    const bosInHead = bos.length > 0 && head[0] === bos[0];
     const info: EngineInfo = { ...engine.facts, frame, optionLabels: findOptionLabels(tokenize), ...findYesNo(tokenize) };
-    return new LocalEngine(engine, info, bosInHead);
+    return new LocalEngine(engine, info, { bos: bosInHead ? new Int32Array(0) : bos, head, tail });
   }
 
   async info(): Promise<EngineInfo> {
@@ -33,19 +40,19 @@ export class LocalEngine implements EngineService {
    * Only the frame's own text may produce control tokens: a caller's state or question that
    * spells out e.g. "<start_of_turn>" stays plain text instead of opening a turn.
    */
-  private tokenizeFramed(text: string, bos: boolean): Int32Array {
+  private tokenizeFramed(text: string, withBos: boolean): Int32Array {
     const { head, tail } = this.engineInfo.frame;
     const parts: Int32Array[] = [];
     let body = text;
-    if (bos && !this.bosInHead) parts.push(this.engine.tokenize('', { addSpecial: true }));
+    if (withBos) parts.push(this.frameTokens.bos);
     if (head && body.startsWith(head)) {
-      parts.push(this.engine.tokenize(head, { parseSpecial: true }));
+      parts.push(this.frameTokens.head);
       body = body.slice(head.length);
     }
     const framedTail = tail !== '' && body.endsWith(tail);
     if (framedTail) body = body.slice(0, body.length - tail.length);
     parts.push(this.engine.tokenize(body, { parseSpecial: false }));
-    if (framedTail) parts.push(this.engine.tokenize(tail, { parseSpecial: true }));
+    if (framedTail) parts.push(this.frameTokens.tail);
     const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
     let at = 0;
     for (const p of parts) {
