@@ -325,16 +325,31 @@ Napi::Value Engine::Detokenize(const Napi::CallbackInfo& info) {
 Napi::Value Engine::ApplyChatTemplate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RequireLoaded(env);
-  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "applyChatTemplate(userMessage) needs a string");
+  if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "applyChatTemplate(messages) needs an array of {role, content}");
   const char* tmpl = llama_model_chat_template(model_, nullptr);
   if (tmpl == nullptr) return env.Null();
-  const std::string content = info[0].As<Napi::String>().Utf8Value();
-  llama_chat_message msg{"user", content.c_str()};
-  std::vector<char> buf(content.size() * 2 + 256);
-  int32_t n = llama_chat_apply_template(tmpl, &msg, 1, true, buf.data(), static_cast<int32_t>(buf.size()));
+  // The strings must outlive the llama_chat_message pointers into them.
+  Napi::Array list = info[0].As<Napi::Array>();
+  std::vector<std::string> roles, contents;
+  size_t total = 0;
+  for (uint32_t i = 0; i < list.Length(); ++i) {
+    Napi::Value item = list.Get(i);
+    if (!item.IsObject()) throw Napi::TypeError::New(env, "each message must be {role, content}");
+    Napi::Object m = item.As<Napi::Object>();
+    if (!m.Get("role").IsString() || !m.Get("content").IsString()) throw Napi::TypeError::New(env, "each message must be {role, content} strings");
+    roles.push_back(m.Get("role").As<Napi::String>().Utf8Value());
+    contents.push_back(m.Get("content").As<Napi::String>().Utf8Value());
+    // llama.cpp takes C strings: an embedded NUL would silently cut the message short.
+    if (contents.back().find('\0') != std::string::npos) throw Napi::TypeError::New(env, "message content must not contain NUL characters");
+    total += contents.back().size();
+  }
+  std::vector<llama_chat_message> msgs;
+  for (size_t i = 0; i < roles.size(); ++i) msgs.push_back({roles[i].c_str(), contents[i].c_str()});
+  std::vector<char> buf(total * 2 + 256);
+  int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), true, buf.data(), static_cast<int32_t>(buf.size()));
   if (n > static_cast<int32_t>(buf.size())) {
     buf.resize(static_cast<size_t>(n));
-    n = llama_chat_apply_template(tmpl, &msg, 1, true, buf.data(), static_cast<int32_t>(buf.size()));
+    n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), true, buf.data(), static_cast<int32_t>(buf.size()));
   }
   if (n < 0) return env.Null();  // a template llama.cpp cannot render: the caller uses its plain layout
   return Napi::String::New(env, buf.data(), static_cast<size_t>(n));

@@ -1,16 +1,37 @@
-// Splits the model's chat template around the user message, so the decision layer can put the
-// state in a shared prefix and each question in its own suffix of one user turn.
-import type { PromptFrame } from './types.js';
+// Splits the model's chat template around the user message, so a prompt's body can be cut into a
+// shared prefix and per-branch suffixes of one user turn while the engine adds the framing.
+// The frame is the engine's: callers send body text only.
 
-const SENTINEL = '\u0000ARBITRA_USER_MESSAGE\u0000';
+/** How a prompt body is wrapped: the text before it and the text after it. */
+export interface PromptFrame {
+  head: string;
+  /** End of the user turn and start of the model's reply. */
+  tail: string;
+  /** true when the model had no usable chat template and the plain layout is used */
+  plain: boolean;
+}
 
-/** Used for base models whose GGUF carries no chat template (documented in the README). */
-export const PLAIN_FRAME: PromptFrame = { head: '', tail: '\nAnswer:\n', plain: true };
+export interface ChatMessage {
+  role: 'system' | 'user';
+  content: string;
+}
 
-export function promptFrame(applyChatTemplate: (message: string) => string | null): PromptFrame {
-  const rendered = applyChatTemplate(SENTINEL);
-  if (rendered === null) return PLAIN_FRAME;
+// Never NUL: llama.cpp takes C strings, and a NUL would cut the message short (it once hid every
+// model's chat template behind the plain layout).
+const SENTINEL = '\u2063[[ARBITRA:USER-MESSAGE]]\u2063';
+
+/** The fallback for models whose GGUF carries no chat template (documented in the README). */
+export function plainFrame(system: string | null): PromptFrame {
+  return { head: system ? `${system}\n\n` : '', tail: '\nAnswer:\n', plain: true };
+}
+
+export function promptFrame(applyChatTemplate: (messages: ChatMessage[]) => string | null, system: string | null): PromptFrame {
+  const messages: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
+  const rendered = applyChatTemplate([...messages, { role: 'user', content: SENTINEL }]);
+  if (rendered === null) return plainFrame(system);
   const at = rendered.indexOf(SENTINEL);
-  if (at < 0 || rendered.indexOf(SENTINEL, at + 1) >= 0) return PLAIN_FRAME;
-  return { head: rendered.slice(0, at), tail: rendered.slice(at + SENTINEL.length), plain: false };
+  if (at < 0 || rendered.indexOf(SENTINEL, at + 1) >= 0) return plainFrame(system);
+  // A template that drops the system turn still frames the user turn; the instructions then lead it.
+  const head = rendered.slice(0, at) + (system && !rendered.includes(system) ? `${system}\n\n` : '');
+  return { head, tail: rendered.slice(at + SENTINEL.length), plain: false };
 }

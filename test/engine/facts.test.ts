@@ -5,8 +5,11 @@ import t from 'tap';
 import { LlamaEngine } from '../../src/engine/llama-engine.js';
 import { loadAddon } from '../../src/engine/native.js';
 import { readGgufHeader } from './gguf.js';
+import { createLocalEngine } from '../../src/engine/local.js';
+import { sha256File } from '../../src/models/checksum.js';
+import { CHAT_MODEL, TEST_MODEL } from '../helpers/models.js';
 
-const MODEL = 'models/gemma-3-270m-q4_k_m.gguf';
+const MODEL = TEST_MODEL;
 // llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M
 const FTYPE_Q4_K_M = 15;
 
@@ -31,7 +34,27 @@ t.test('facts match the GGUF metadata', async (t) => {
   t.equal(facts.vocabSize, (tokens as { length: number }).length, 'vocab size is the token list length');
   t.equal(facts.hasChatTemplate, meta.has('tokenizer.chat_template'), 'chat template presence matches the metadata');
   t.equal(facts.hasChatTemplate, false, 'the default model is a base model without a template');
-  t.equal(engine.applyChatTemplate('hi'), null, 'no template to apply');
+  t.equal(engine.applyChatTemplate([{ role: 'user', content: 'hi' }]), null, 'no template to apply');
+  t.match(facts.sha256, /^[0-9a-f]{64}$/);
+  t.equal(facts.sha256, await sha256File(MODEL), 'the checksum calibrations are bound to is the file\'s sha256');
+});
+
+t.test('a model with a chat template is framed by it, not by the plain layout', async (t) => {
+  // The template sentinel once held a NUL, which llama.cpp's C strings cut at: every model fell
+  // back to the plain layout without a word.
+  const chat = await createLocalEngine(CHAT_MODEL, { threads: 2, contextSize: 512, maxSequences: 4 });
+  t.teardown(() => chat.close());
+  const info = await chat.info();
+  t.equal(info.hasChatTemplate, true);
+  t.equal(info.promptFrame, 'chat');
+  const framed = chat.framedText({ system: 'Be brief.', prefix: 'Context:\nx\n', branches: [{ suffix: 'Question?', answers: [[1]] }] });
+  t.equal(framed.prefix, '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nContext:\nx\n');
+  t.equal(framed.suffixes[0], 'Question?<|im_end|>\n<|im_start|>assistant\n');
+  const tokens = chat.tokenizeRequest({ system: null, prefix: 'Context:\n<|im_start|>x\n', branches: [{ suffix: 'Q', answers: [[1]] }] });
+  const imStart = chat.engine.tokenize('<|im_start|>', { parseSpecial: true });
+  t.equal(imStart.length, 1, '<|im_start|> is one control token');
+  t.equal(tokens.prefix.filter((id) => id === imStart[0]).length, 1, 'only the frame opens a turn; the body\'s <|im_start|> stays text');
+  t.equal(tokens.suffixes[0]!.filter((id) => id === imStart[0]).length, 1, 'the tail opens the assistant turn');
 });
 
 t.test('facts about the file, the build and the options', async (t) => {
