@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // One-shot set-up run by `npm install` (postinstall): llama.cpp source, addon build,
-// TypeScript build and the default model. Every step is skipped when its output is current,
+// TypeScript build and the default model (resumed where an interrupted install left it). Every step is skipped when its output is current,
 // so a second `npm install` costs seconds.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -98,8 +98,10 @@ try {
   if (!args.has('--addon-only')) {
     buildTypeScript();
     if (process.env.ARBITRA_SKIP_MODEL !== '1') {
-      const { ensureDefaultModel } = await import('../dist/src/engine/default-model.js');
-      await ensureDefaultModel(path.join(root, 'models'), log);
+      const { DEFAULT_MODEL } = await import('../dist/src/models/catalogue.js');
+      const { ensureModel } = await import('../dist/src/models/fetch.js');
+      const { modelsDir } = await import('../dist/src/config.js');
+      await ensureModel(DEFAULT_MODEL, modelsDir(), log);
     }
   }
 } catch (err) {

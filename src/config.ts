@@ -2,11 +2,11 @@
 // invalid value is a ConfigError with a one-line message naming the flag or variable.
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_MODEL_FILE } from './engine/default-model.js';
 import type { EngineOptions } from './engine/types.js';
 import type { HttpImplementation } from './http/types.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
-import { loadLimitsConfig, type LimitsConfig } from './limits/config.js';
+import { loadLimitsConfig, readBool, type LimitsConfig } from './limits/config.js';
+import { DEFAULT_MODEL, findEntry, type CatalogueEntry } from './models/catalogue.js';
 import { packageRoot } from './paths.js';
 import type { StoreOptions } from './store/index.js';
 
@@ -20,8 +20,8 @@ export interface Config {
   dataDir: string;
   /** Path of the GGUF model file. */
   model: string;
-  /** true when no model was named, so the default one may be fetched. */
-  modelIsDefault: boolean;
+  /** The catalogue model it is, fetched when missing; null for a file named by path. */
+  modelEntry: CatalogueEntry | null;
   /** HTTP worker processes; 0 runs everything in one process. */
   workers: number;
   /** Operator secret of the console routes; undefined leaves them closed (503). */
@@ -35,6 +35,10 @@ export interface Config {
   http: HttpImplementation | undefined;
   engine: Partial<EngineOptions>;
   limits: LimitsConfig;
+  /** ARBITRA_CALIBRATION: apply the newest fitted calibration of the served model (default off). */
+  calibration: boolean;
+  /** ARBITRA_SELF_TEST: ask the model a few obvious questions once it is loaded (default on). */
+  selfTest: boolean;
 }
 
 export const DEFAULT_CONTEXT_TOKENS = 2048;
@@ -52,7 +56,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--host', env: 'ARBITRA_HOST', help: 'address to listen on (default 127.0.0.1)' },
   { flag: '--port', env: 'ARBITRA_PORT', help: 'TCP port, 0 picks a free one (default 8080)' },
   { flag: '--data-dir', env: 'ARBITRA_DATA_DIR', help: 'LMDB data folder (default ./data)' },
-  { flag: '--model', env: 'ARBITRA_MODEL', help: `GGUF model file (default models/${DEFAULT_MODEL_FILE}, fetched when missing)` },
+  { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name (see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
   { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: `prompt tokens allowed without the long-context header (default ${DEFAULT_CONTEXT_TOKENS})` },
@@ -66,8 +70,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
 /** Variables without a flag (secrets stay out of the process list). */
 export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'ARBITRA_CONSOLE_TOKEN', help: 'operator secret for /v1/console/* (unset: console routes answer 503)' },
+  { env: 'ARBITRA_MODELS_DIR', help: 'folder of catalogue models (default: models/ in the package)' },
   { env: 'ARBITRA_MODEL_ALIASES', help: 'extra model aliases, e.g. "fast=default,eu-small=default"' },
   { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
+  { env: 'ARBITRA_CALIBRATION', help: 'on: apply the newest calibration fitted by `arbitra calibrate` (default off)' },
+  { env: 'ARBITRA_SELF_TEST', help: 'off: skip the obvious-questions check after the model loads (default on)' },
   { env: 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', help: 'idempotency entry lifetime (default 86400)' },
   { env: 'ARBITRA_IDEMPOTENCY_MAX', help: 'idempotency entries kept per key (default 2048)' },
 ];
@@ -112,7 +119,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   };
 
   const host = raw('--host')?.value ?? '127.0.0.1';
-  const namedModel = raw('--model')?.value;
+  const { model, modelEntry } = modelFor(raw('--model')?.value, env);
   const engine: Partial<EngineOptions> = {};
   const engineKnobs: [string, keyof EngineOptions, number][] = [
     ['--ctx-size', 'contextSize', 1 << 24],
@@ -128,8 +135,12 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
 
   let limits: LimitsConfig;
+  let calibration: boolean;
+  let selfTest: boolean;
   try {
     limits = loadLimitsConfig(env);
+    calibration = readBool(env, 'ARBITRA_CALIBRATION', false);
+    selfTest = readBool(env, 'ARBITRA_SELF_TEST', true);
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
@@ -147,8 +158,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     host,
     port: int('--port', 0, 65535) ?? 8080,
     dataDir: path.resolve(raw('--data-dir')?.value ?? 'data'),
-    model: namedModel ? path.resolve(namedModel) : path.join(packageRoot(), 'models', DEFAULT_MODEL_FILE),
-    modelIsDefault: !namedModel,
+    model,
+    modelEntry,
     workers: int('--workers', 0, 1024) ?? os.availableParallelism(),
     consoleToken: consoleToken || undefined,
     maxBodyBytes: int('--max-body-bytes', 1, 1 << 30) ?? DEFAULT_MAX_BODY_BYTES,
@@ -157,7 +168,20 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     http: (httpPref || undefined) as HttpImplementation | undefined,
     engine,
     limits,
+    calibration,
+    selfTest,
   };
+}
+
+/** Where catalogue models live: ARBITRA_MODELS_DIR, else the package's models/ folder. */
+export function modelsDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.ARBITRA_MODELS_DIR ? path.resolve(env.ARBITRA_MODELS_DIR) : path.join(packageRoot(), 'models');
+}
+
+/** The model a --model value names: a catalogue entry (the default when absent) or a file path. */
+export function modelFor(value: string | undefined, env: NodeJS.ProcessEnv = process.env): { model: string; modelEntry: CatalogueEntry | null } {
+  const entry = value === undefined ? DEFAULT_MODEL : findEntry(value);
+  return entry ? { model: path.join(modelsDir(env), entry.file), modelEntry: entry } : { model: path.resolve(value!), modelEntry: null };
 }
 
 function parseAliases(text: string | undefined): Record<string, string> {

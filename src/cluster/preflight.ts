@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { ensureDefaultModel } from '../engine/default-model.js';
+import { ensureModel } from '../models/fetch.js';
 import type { Config } from '../config.js';
 
 export class StartupError extends Error {
@@ -26,13 +26,13 @@ export function checkDataDir(dir: string): void {
   }
 }
 
-/** The model file to load: the named one, which must exist, or the default, fetched when missing. */
+/** The model file to load: a catalogue model, fetched when missing, or a named file, which must exist. */
 export async function resolveModel(config: Config, log: (line: string) => void): Promise<string> {
-  if (config.modelIsDefault) {
+  if (config.modelEntry) {
     try {
-      return await ensureDefaultModel(path.dirname(config.model), log);
+      return await ensureModel(config.modelEntry, path.dirname(config.model), log);
     } catch (err) {
-      throw new StartupError(`cannot prepare the default model: ${(err as Error).message.split('\n')[0]}`);
+      throw new StartupError(`cannot prepare the model ${config.modelEntry.name}: ${(err as Error).message.split('\n')[0]}`);
     }
   }
   if (!fs.existsSync(config.model) || !fs.statSync(config.model).isFile()) throw new StartupError(`model file ${config.model} does not exist`);

@@ -74,7 +74,7 @@ function readDecimal(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   return value;
 }
 
-function readBool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+export function readBool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
   const v = raw.trim().toLowerCase();

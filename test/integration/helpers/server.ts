@@ -1,15 +1,16 @@
 // The real `arbitra serve` as an operator runs it: a child process (its own process group, so the
 // primary, its HTTP workers and the engine process can be killed together) on 127.0.0.1, a
-// temporary LMDB data dir, the default model, and keys made with the real CLI.
+// temporary LMDB data dir, the small test model, and keys made with the real CLI.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TEST_MODEL } from '../../helpers/models.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 export const CLI = path.join(root, 'dist/src/cli/main.js');
-export const MODEL_FILE = path.join(root, 'models/gemma-3-270m-q4_k_m.gguf');
+export const MODEL_FILE = TEST_MODEL;
 export const CONSOLE_TOKEN = 'integration-console-token-0123456789';
 
 /** Why the suite cannot run here, or false; pass as a test's `skip`. */
@@ -126,7 +127,7 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
   const env: NodeJS.ProcessEnv = { ...cleanEnv(), ...(opts.env ?? {}) };
   if (opts.consoleToken !== null) env.ARBITRA_CONSOLE_TOKEN = opts.consoleToken ?? CONSOLE_TOKEN;
   const workers = opts.workers ?? 2;
-  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port), '--workers', String(workers)], {
+  const child = spawn(process.execPath, [CLI, 'serve', '--model', MODEL_FILE, '--data-dir', dataDir, '--port', String(port), '--workers', String(workers)], {
     env,
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,

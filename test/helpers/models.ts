@@ -1,0 +1,14 @@
+// The model files the suite runs on. `npm test` pulls the small ones from the catalogue before tap
+// starts; `npm install` fetched the default one.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const models = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'models');
+
+/** Gemma 3 270M base: small and fast, no chat template (the plain layout). Tests of invariants use it. */
+export const TEST_MODEL = path.join(models, 'gemma-3-270m-q4_k_m.gguf');
+export const TEST_MODEL_ID = 'gemma-3-270m-q4_k_m';
+/** SmolLM2 135M Instruct: the smallest model with a chat template. */
+export const CHAT_MODEL = path.join(models, 'smollm2-135m-instruct-q4_1.gguf');
+/** The default model: what tests of answer quality use. */
+export const DEFAULT_MODEL_FILE = path.join(models, 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf');
