@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Gauge } from 'prom-client';
 import { ENGINE_CH, ENGINE_CONFIG_ENV, isEngineMessage, type EngineStatus, type ProcessEngineMessage, type WireError, type WorkerEngineMessage } from './ipc.js';
 import type { NativeStats } from './native.js';
-import type { EngineInfo, EngineOptions } from './types.js';
+import { EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
 const RESTART_BASE_MS = 500;
 const RESTART_MAX_MS = 30_000;
@@ -20,7 +20,8 @@ export interface EngineHostOptions {
   log: (line: string) => void;
 }
 
-export interface EngineHost {
+/** The host is also an engine service for the primary itself (the load-time self-test). */
+export interface EngineHost extends EngineService {
   /** Resolves with the model facts once the first load succeeded; rejects if it failed. */
   ready: Promise<EngineInfo>;
   attach(worker: Worker): void;
@@ -147,6 +148,14 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
 
   return {
     ready,
+    info: () => ready,
+    scoreText: (payload: TextScoreRequest) =>
+      new Promise<TextScoreResult>((resolve, reject) => {
+        request(
+          { type: 'request', id: nextId++, op: 'score', payload },
+          { reply: (msg) => (msg.ok ? resolve(msg.result as TextScoreResult) : reject(new EngineError(msg.error.code, msg.error.message, msg.error.details ?? {}))) },
+        );
+      }),
     attach(worker) {
       workers.add(worker);
       worker.on('exit', () => workers.delete(worker));

@@ -1,6 +1,8 @@
 // Typed wrapper over the addon: one loaded model, one KV cache, one scoring loop.
 import fs from 'node:fs';
 import os from 'node:os';
+import type { ChatMessage } from './frame.js';
+import { modelChecksum } from '../models/checksum.js';
 import { loadAddon, type NativeEngine, type NativeStats } from './native.js';
 import { EngineError, type EngineErrorCode, type EngineOptions, type ModelFacts } from './types.js';
 
@@ -58,6 +60,7 @@ export class LlamaEngine {
     const file = fs.statSync(modelPath);
     const facts: ModelFacts = {
       path: modelPath,
+      sha256: await modelChecksum(modelPath),
       fileSize: file.size,
       fileModified: file.mtime.toISOString(),
       architecture: String(raw.architecture),
@@ -94,9 +97,9 @@ export class LlamaEngine {
     }
   }
 
-  /** The model's chat template applied to one user message (assistant turn opened); null when the model has none. */
-  applyChatTemplate(userMessage: string): string | null {
-    return this.native.applyChatTemplate(userMessage);
+  /** The model's chat template applied to these messages (assistant turn opened); null when the model has none. */
+  applyChatTemplate(messages: ChatMessage[]): string | null {
+    return this.native.applyChatTemplate(messages);
   }
 
   /**

@@ -1,71 +1,112 @@
-// The engine service in the process that owns the model: text in, candidate log-probs out.
-import { promptFrame } from './frame.js';
-import { findOptionLabels, findYesNo } from './labels.js';
+// The engine service in the process that owns the model: body text in, answer log-probs out. The
+// engine owns the framing: it wraps the caller's body text in the model's chat template (or the
+// plain layout) and tokenises the frame's pieces once per system text.
+import { promptFrame, type PromptFrame } from './frame.js';
+import { findDigitLabels, findOptionLabels, findYesNo } from './labels.js';
 import { LlamaEngine } from './llama-engine.js';
 import { EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
-/** The frame's fixed pieces, tokenised once at load (control tokens parsed). */
+/** A frame and its fixed pieces tokenised with control tokens parsed. */
 interface FrameTokens {
-  /** BOS to put before a prefix; empty when the model has none or the head spells it out. */
-  bos: Int32Array;
+  frame: PromptFrame;
+  /** BOS and head: what every prefix starts with. */
   head: Int32Array;
   tail: Int32Array;
 }
 
+/** A request as the model reads it. */
+export interface FramedPrompt<T> {
+  prefix: T;
+  suffixes: T[];
+}
+
+// System texts come from the decision layer's prompt layouts, a handful at most; the bound only
+// keeps a misbehaving caller from growing the map.
+const MAX_FRAMES = 16;
+
+function concat(parts: Int32Array[]): Int32Array {
+  const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** log Σ exp(x) over the spellings of one answer. */
+function logSumExp(values: number[]): number {
+  const max = Math.max(...values);
+  if (!Number.isFinite(max)) return max;
+  return max + Math.log(values.reduce((acc, v) => acc + Math.exp(v - max), 0));
+}
+
 export class LocalEngine implements EngineService {
+  private readonly frames = new Map<string | null, FrameTokens>();
+
   private constructor(
     readonly engine: LlamaEngine,
     private readonly engineInfo: EngineInfo,
-    private readonly frameTokens: FrameTokens,
   ) {}
 
   static async create(modelPath: string, options: Partial<EngineOptions> = {}): Promise<LocalEngine> {
     const engine = await LlamaEngine.load(modelPath, options);
     const tokenize = (text: string) => engine.tokenize(text, { addSpecial: false, parseSpecial: false });
-    const frame = promptFrame((m) => engine.applyChatTemplate(m));
-    const bos = engine.tokenize('', { addSpecial: true });
-    const head = engine.tokenize(frame.head, { parseSpecial: true });
-    const tail = engine.tokenize(frame.tail, { parseSpecial: true });
-    // Some templates spell out the BOS token themselves; adding another would double it.
-    const bosInHead = bos.length > 0 && head[0] === bos[0];
-    const info: EngineInfo = { ...engine.facts, frame, optionLabels: findOptionLabels(tokenize), ...findYesNo(tokenize) };
-    return new LocalEngine(engine, info, { bos: bosInHead ? new Int32Array(0) : bos, head, tail });
+    const info: EngineInfo = {
+      ...engine.facts,
+      promptFrame: promptFrame((m) => engine.applyChatTemplate(m), null).plain ? 'plain' : 'chat',
+      optionLabels: findOptionLabels(tokenize),
+      digitLabels: findDigitLabels(tokenize),
+      ...findYesNo(tokenize),
+    };
+    return new LocalEngine(engine, info);
   }
 
   async info(): Promise<EngineInfo> {
     return this.engineInfo;
   }
 
+  /** The frame's pieces for this system text, tokenised once. */
+  private frameTokens(system: string | null): FrameTokens {
+    let tokens = this.frames.get(system);
+    if (tokens) return tokens;
+    const frame = promptFrame((m) => this.engine.applyChatTemplate(m), system);
+    const bos = this.engine.tokenize('', { addSpecial: true });
+    const head = this.engine.tokenize(frame.head, { parseSpecial: true });
+    // Some templates spell out the BOS token themselves; adding another would double it.
+    const bosInHead = bos.length > 0 && head[0] === bos[0];
+    tokens = { frame, head: bosInHead ? head : concat([bos, head]), tail: this.engine.tokenize(frame.tail, { parseSpecial: true }) };
+    if (this.frames.size >= MAX_FRAMES) this.frames.delete(this.frames.keys().next().value!);
+    this.frames.set(system, tokens);
+    return tokens;
+  }
+
   /**
-   * Only the frame's own text may produce control tokens: a caller's state or question that
-   * spells out e.g. "<start_of_turn>" stays plain text instead of opening a turn.
+   * Only the frame may produce control tokens: a caller's state or question that spells out
+   * e.g. "<|im_start|>" stays plain text instead of opening a turn.
    */
-  private tokenizeFramed(text: string, withBos: boolean): Int32Array {
-    const { head, tail } = this.engineInfo.frame;
-    const parts: Int32Array[] = [];
-    let body = text;
-    if (withBos) parts.push(this.frameTokens.bos);
-    if (head && body.startsWith(head)) {
-      parts.push(this.frameTokens.head);
-      body = body.slice(head.length);
-    }
-    const framedTail = tail !== '' && body.endsWith(tail);
-    if (framedTail) body = body.slice(0, body.length - tail.length);
-    parts.push(this.engine.tokenize(body, { parseSpecial: false }));
-    if (framedTail) parts.push(this.frameTokens.tail);
-    const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+  private body(text: string): Int32Array {
+    return this.engine.tokenize(text, { parseSpecial: false });
+  }
+
+  /** The text of a request with its frame, as the model reads it (baselines, debugging). */
+  framedText(request: Pick<TextScoreRequest, 'system' | 'prefix' | 'branches'>): FramedPrompt<string> {
+    const { frame } = this.frameTokens(request.system);
+    return { prefix: frame.head + request.prefix, suffixes: request.branches.map((b) => b.suffix + frame.tail) };
+  }
+
+  /** The tokens of a request with its frame, BOS included. */
+  tokenizeRequest(request: Pick<TextScoreRequest, 'system' | 'prefix' | 'branches'>): FramedPrompt<Int32Array> {
+    const frame = this.frameTokens(request.system);
+    return { prefix: concat([frame.head, this.body(request.prefix)]), suffixes: request.branches.map((b) => concat([this.body(b.suffix), frame.tail])) };
   }
 
   async scoreText(request: TextScoreRequest): Promise<TextScoreResult> {
     if (request.branches.length === 0) throw new EngineError('invalid_request', 'at least one branch is needed');
-    const prefix = this.tokenizeFramed(request.prefix, true);
-    const suffixes = request.branches.map((b) => this.tokenizeFramed(b.suffix, false));
+    if (request.branches.some((b) => b.answers.length === 0 || b.answers.some((a) => a.length === 0))) {
+      throw new EngineError('invalid_request', 'every branch needs at least one answer with at least one token');
+    }
+    const { prefix, suffixes } = this.tokenizeRequest(request);
     const longest = Math.max(...suffixes.map((s) => s.length));
     const needed = prefix.length + longest;
     if (needed > request.maxPromptTokens) {
@@ -77,10 +118,13 @@ export class LocalEngine implements EngineService {
     }
     const outcome = await this.engine.score(
       prefix,
-      request.branches.map((b, i) => ({ suffix: suffixes[i]!, candidates: Int32Array.from(b.candidates) })),
+      request.branches.map((b, i) => ({ suffix: suffixes[i]!, candidates: Int32Array.from(b.answers.flat()) })),
     );
     return {
-      branches: outcome.logprobs.map((lp) => Array.from(lp)),
+      branches: outcome.logprobs.map((lp, i) => {
+        let at = 0;
+        return request.branches[i]!.answers.map((spellings) => logSumExp(Array.from(lp.subarray(at, (at += spellings.length)))));
+      }),
       promptTokens: prefix.length + suffixes.reduce((n, s) => n + s.length, 0),
       prefixTokens: prefix.length,
       evaluatedTokens: outcome.evaluated,

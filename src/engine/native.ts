@@ -25,7 +25,7 @@ export interface NativeEngine {
   load(path: string, options: Record<string, number | string>): Promise<Record<string, unknown>>;
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
   detokenize(tokens: Int32Array): string;
-  applyChatTemplate(userMessage: string): string | null;
+  applyChatTemplate(messages: { role: string; content: string }[]): string | null;
   score(prefix: Int32Array, branches: { suffix: Int32Array; candidates: Int32Array }[]): Promise<NativeScoreOutcome>;
   stats(): NativeStats;
   close(): Promise<void>;

@@ -22,6 +22,8 @@ export interface EngineOptions {
 
 export interface ModelFacts {
   path: string;
+  /** sha256 of the model file: calibrations are bound to it. */
+  sha256: string;
   fileSize: number;
   /** When the model file was last written (ISO 8601). */
   fileModified: string;
@@ -43,40 +45,40 @@ export interface ModelFacts {
   hasChatTemplate: boolean;
 }
 
-/** A single-token answer label and its token id in the model's vocabulary. */
+/**
+ * An answer label and every spelling of it that is one token of the model's vocabulary ("A" and
+ * " A"; "Yes", " yes", "YES" ...). The first token is the canonical spelling, the one prompts show.
+ */
 export interface AnswerLabel {
   label: string;
-  token: number;
-}
-
-/**
- * How a prompt is laid out around the model's chat template: the text before the user message
- * and the text after it (end of the user turn plus the start of the model's turn).
- */
-export interface PromptFrame {
-  head: string;
-  tail: string;
-  /** true when the model had no chat template and the plain layout is used */
-  plain: boolean;
+  tokens: number[];
 }
 
 export interface EngineInfo extends ModelFacts {
-  frame: PromptFrame;
-  /** Single-token option labels in order (A, B, C, ...), as many as the vocabulary offers, at most 255. */
+  /** "chat" when prompts are framed by the model's chat template; "plain" for the fallback layout. */
+  promptFrame: 'chat' | 'plain';
+  /** Option labels in order (A, B, C, ..., then two-letter ones), as many as the vocabulary offers, at most 255. */
   optionLabels: AnswerLabel[];
+  /** The digits 0-9 as answer labels (rating scales). */
+  digitLabels: AnswerLabel[];
   yes: AnswerLabel;
   no: AnswerLabel;
 }
 
+/**
+ * One branch: body text that follows the shared prefix within the same user turn. The engine adds
+ * the frame (end of the user turn, start of the model's reply) after it.
+ */
 export interface TextBranch {
-  /** Text that follows the shared prefix for this branch; never empty. */
   suffix: string;
-  /** Token ids whose log-probabilities are read at the branch's last position. */
-  candidates: number[];
+  /** The answers read at the branch's end, each as the token ids of its spellings. */
+  answers: number[][];
 }
 
 export interface TextScoreRequest {
-  /** Shared text, tokenised with the model's BOS; should end at a newline. */
+  /** Instructions the chat template places in its system turn (or above the plain layout). */
+  system: string | null;
+  /** Body text shared by every branch, at the start of the user turn; should end at a newline. */
   prefix: string;
   branches: TextBranch[];
   /** Reject with `context_exceeded` when prefix + the longest suffix exceed this many tokens. */
@@ -84,7 +86,7 @@ export interface TextScoreRequest {
 }
 
 export interface TextScoreResult {
-  /** Per branch, the log-probability of each candidate (same order as `candidates`). */
+  /** Per branch, per answer: log P(the reply starts with one of the answer's spellings). */
   branches: number[][];
   /** Tokens of the prompt as charged: prefix once plus every suffix. */
   promptTokens: number;

@@ -5,8 +5,9 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { LlamaEngine } from '../../src/engine/llama-engine.js';
 import { EngineError, type EngineErrorCode } from '../../src/engine/types.js';
+import { TEST_MODEL } from '../helpers/models.js';
 
-const MODEL = 'models/gemma-3-270m-q4_k_m.gguf';
+const MODEL = TEST_MODEL;
 const SMALL = { threads: 1, contextSize: 128, batchSize: 64, microBatchSize: 64, maxSequences: 4 };
 
 const engine = await LlamaEngine.load(MODEL, SMALL);

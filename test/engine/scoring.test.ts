@@ -4,8 +4,9 @@
 import t, { type Test } from 'tap';
 import { createLocalEngine } from '../../src/engine/local.js';
 import type { ScoreOutcome } from '../../src/engine/llama-engine.js';
+import { TEST_MODEL } from '../helpers/models.js';
 
-const MODEL = 'models/gemma-3-270m-q4_k_m.gguf';
+const MODEL = TEST_MODEL;
 // The issue's bound on candidate log-probs, and the same bound on what the decision layer reads:
 // candidate probabilities renormalised over the candidates.
 const TOLERANCE = 1e-3;
@@ -187,16 +188,32 @@ t.test('an obvious answer ranks first', async (t) => {
   t.equal(cities[best], ' Paris', `log-probs ${lp.map((x) => x.toFixed(2)).join(', ')}`);
   t.ok(lp[0]! - Math.max(...lp.slice(1)) > 2, 'by a wide margin');
 
+  // Through scoreText: the engine adds the frame (here the plain layout's "Answer:" tail) and reads
+  // each answer as the sum over its spellings.
+  const spellings = cities.map((c) => {
+    const unspaced = bare(c.trim());
+    return unspaced.length === 1 && unspaced[0] !== firstToken(c) ? [firstToken(c), unspaced[0]!] : [firstToken(c)];
+  });
   const text = await local.scoreText({
+    system: null,
     prefix: 'Geography quiz.\n',
     branches: [
-      { suffix: 'The capital of France is', candidates: Array.from(candidates) },
-      { suffix: 'The capital of Germany is', candidates: Array.from(candidates) },
+      { suffix: 'Question: What is the capital of France?', answers: spellings },
+      { suffix: 'Question: What is the capital of Germany?', answers: spellings },
     ],
     maxPromptTokens: 2048,
   });
   const rank = (row: number[]) => cities[row.indexOf(Math.max(...row))];
   t.equal(rank(text.branches[0]!), ' Paris', 'through scoreText');
   t.equal(rank(text.branches[1]!), ' Berlin', 'and the other branch of the same call');
-  t.equal(text.promptTokens, text.prefixTokens + bare('The capital of France is').length + bare('The capital of Germany is').length);
+  const framed = local.tokenizeRequest({ system: null, prefix: 'Geography quiz.\n', branches: [{ suffix: 'Question: What is the capital of France?', answers: [] }, { suffix: 'Question: What is the capital of Germany?', answers: [] }] });
+  t.equal(text.prefixTokens, framed.prefix.length);
+  t.equal(text.promptTokens, framed.prefix.length + framed.suffixes[0]!.length + framed.suffixes[1]!.length, 'charged: the prefix once plus every framed suffix');
+});
+
+t.test('an answer\'s spellings are summed: log Σ exp over its tokens', async (t) => {
+  const [a, b] = [firstToken(' A'), firstToken(' B')];
+  const r = await local.scoreText({ system: null, prefix: 'Pick a letter.\n', branches: [{ suffix: 'Letter', answers: [[a], [b], [a, b]] }], maxPromptTokens: 2048 });
+  const [la, lb, both] = r.branches[0]!;
+  t.ok(Math.abs(both! - Math.log(Math.exp(la!) + Math.exp(lb!))) < 1e-9, `${both} vs log(e^${la} + e^${lb})`);
 });
