@@ -8,6 +8,7 @@ import { serveClusterMetrics } from '../metrics/cluster.js';
 import { startPurgeScheduler } from '../workers/purge.js';
 import { createModelCatalog } from '../api/routes/models.js';
 import { checkDataDir, probePort, resolveModel, startupLine, StartupError } from './preflight.js';
+import { runSelfTest } from './self-test.js';
 import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js';
 
 const RESTART_BASE_MS = 250;
@@ -108,6 +109,7 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
     const [info] = await Promise.all([host.ready, allListening]);
     started = true;
     log(startupLine({ host: config.host, port, model: modelId, backend: info.backend, workers: config.workers, http: implementation }));
+    if (config.selfTest) runSelfTest(host, info, modelId, log);
   } catch (err) {
     await stop();
     throw err;

@@ -9,6 +9,7 @@ import { localMetricsText } from '../metrics/cluster.js';
 import { openStore } from '../store/index.js';
 import { startPurgeScheduler } from '../workers/purge.js';
 import type { EngineStatus } from '../api/routes/health.js';
+import { runSelfTest } from './self-test.js';
 import { checkDataDir, probePort, resolveModel, startupLine } from './preflight.js';
 
 export interface Running {
@@ -67,6 +68,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   }
   const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, { storeOptions: storeOptions(config), log });
   log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: implementation }));
+  if (config.selfTest) runSelfTest(engine, info, deps.models.id, log);
   return {
     port: server.port,
     async stop() {

@@ -4,10 +4,12 @@ import { ValidationFailure, type ValidationErrorItem } from '../api/errors.js';
 import { valueError } from '../api/validation.js';
 import type { Answer } from '../api/schemas/systemone.js';
 import { EngineError, type EngineInfo, type EngineService, type TextBranch } from '../engine/types.js';
-import type { NormalisedRequest, QuestionSpec } from './normalise.js';
+import { confidenceBand, type Calibration } from './calibration.js';
+import { kindOf, type QuestionSpec, type RenderContext } from './kinds/index.js';
+import type { NormalisedRequest } from './normalise.js';
 import { balancedOrderings, distinctOrderings, type Ordering } from './permutations.js';
-import { buildBranch, buildPrefix, optionCount } from './prompt.js';
-import { readChoice, readNoul, readScore, type PassReading, type ReadoutOptions } from './readout.js';
+import { contextBlock, LAYOUT, type PromptLayout } from './prompt.js';
+import { averagePasses, identityPass, labelMass, optionDistribution, type PassReading } from './readout.js';
 
 export const LONG_CONTEXT_HEADER = 'Arbitra-Danger-Zone-Long-Context';
 
@@ -16,12 +18,20 @@ export interface DecideOptions {
   maxPromptTokens: number;
   /** Whether the long-context header raised maxPromptTokens; shapes the error message. */
   longContext?: boolean;
+  /** The served layout unless a benchmark measures another. */
+  layout?: PromptLayout;
+  /** Applied when given: fitted to this model and layout, or null when none is fitted. */
+  calibration?: Calibration | null;
 }
 
 export interface Decision {
   answers: Record<string, Answer>;
   usage: { input_tokens: number; output_tokens: number };
   evaluatedTokens: number;
+  /** Per question, the debiased distribution before any calibration: what a later calibration is fitted on. */
+  uncalibrated: Record<string, { kind: QuestionSpec['kind']; p: number[] }>;
+  /** What meta reports: the applied calibration, "none" when on but unfitted; null when off. */
+  calibration: { version: string | null; method: string } | null;
 }
 
 interface Plan {
@@ -29,16 +39,21 @@ interface Plan {
   passes: { ordering: Ordering; weight: number; branch: number }[];
 }
 
-function unservableOptions(req: NormalisedRequest, info: EngineInfo): ValidationErrorItem[] {
-  const max = info.optionLabels.length;
-  return req.questions
-    .filter((q) => q.kind !== 'noul' && optionCount(q) > max)
-    .map((q) => ({
-      type: 'too_long',
-      loc: ['body', 'questions', q.name, 'criteria'],
-      msg: `This model offers ${max} single-token option labels; the question has ${optionCount(q)} options`,
-      ctx: { field_type: 'List', max_length: max, actual_length: optionCount(q) },
-    }));
+function unservableOptions(req: NormalisedRequest, ctx: RenderContext): ValidationErrorItem[] {
+  return req.questions.flatMap((q) => {
+    const kind = kindOf(q);
+    const max = kind.capacity(ctx);
+    const count = kind.options(q);
+    if (count <= max) return [];
+    return [
+      {
+        type: 'too_long',
+        loc: ['body', 'questions', q.name, 'criteria'],
+        msg: `This model offers ${max} single-token labels for a ${q.kind} question; the question has ${count} options`,
+        ctx: { field_type: 'List', max_length: max, actual_length: count },
+      },
+    ];
+  });
 }
 
 function contextFailure(err: EngineError, opts: DecideOptions, info: EngineInfo): ValidationFailure {
@@ -50,39 +65,51 @@ function contextFailure(err: EngineError, opts: DecideOptions, info: EngineInfo)
 }
 
 export async function decide(req: NormalisedRequest, engine: EngineService, info: EngineInfo, opts: DecideOptions): Promise<Decision> {
-  const tooMany = unservableOptions(req, info);
+  const layout = opts.layout ?? LAYOUT;
+  const ctx: RenderContext = { labels: info, layout };
+  const tooMany = unservableOptions(req, ctx);
   if (tooMany.length > 0) throw new ValidationFailure(tooMany);
 
   const permute = req.options.debias === 'permute';
   const passCount = permute ? req.options.debias_passes : 1;
   const branches: TextBranch[] = [];
-  const plans: Plan[] = req.questions.map((question) => ({
-    question,
-    passes: distinctOrderings(balancedOrderings(optionCount(question), passCount)).map(({ ordering, weight }) => {
-      branches.push(buildBranch(question, ordering, info));
-      return { ordering, weight, branch: branches.length - 1 };
-    }),
-  }));
+  const plans: Plan[] = req.questions.map((question) => {
+    const kind = kindOf(question);
+    const orderings = distinctOrderings(balancedOrderings(kind.options(question), passCount));
+    return {
+      question,
+      passes: orderings.map(({ ordering, weight }) => {
+        const { text, answers } = kind.render(question, ordering, ctx);
+        branches.push({ suffix: text, answers });
+        return { ordering, weight, branch: branches.length - 1 };
+      }),
+    };
+  });
 
   let result;
   try {
-    result = await engine.scoreText({ prefix: buildPrefix(info.frame, req.state), branches, maxPromptTokens: opts.maxPromptTokens });
+    result = await engine.scoreText({ system: layout.system, prefix: contextBlock(req.state), branches, maxPromptTokens: opts.maxPromptTokens });
   } catch (err) {
     if (err instanceof EngineError && err.code === 'context_exceeded') throw contextFailure(err, opts, info);
     throw err;
   }
 
-  const readout: ReadoutOptions = { debiasPasses: permute ? passCount : null, returnRaw: req.options.return_raw_probabilities };
+  const calibration = opts.calibration;
+  const uncalibrated: Decision['uncalibrated'] = Object.create(null);
   // fromEntries defines own properties, so a question named "__proto__" is answered like any other.
   const answers: Record<string, Answer> = Object.fromEntries(
     plans.map(({ question, passes }) => {
       const readings: PassReading[] = passes.map((p) => ({ ordering: p.ordering, weight: p.weight, logprobs: result.branches[p.branch]! }));
-      const answer =
-        question.kind === 'noul'
-          ? readNoul(readings, readout)
-          : question.kind === 'choice'
-            ? readChoice(question.options.map((o) => o.label), readings, readout)
-            : readScore(question.levels, readings, readout);
+      const debiased = averagePasses(readings);
+      uncalibrated[question.name] = { kind: question.kind, p: debiased };
+      const calibrated = calibration?.apply(question.kind, debiased) ?? null;
+      const answer = kindOf(question).answer(question, {
+        p: calibrated ?? debiased,
+        raw: req.options.return_raw_probabilities ? optionDistribution(identityPass(readings)) : null,
+        debiasPasses: permute ? passCount : null,
+        band: calibrated ? confidenceBand(calibrated) : null,
+        labelMass: labelMass(readings),
+      });
       return [question.name, answer];
     }),
   );
@@ -90,5 +117,7 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
     answers,
     usage: { input_tokens: result.promptTokens, output_tokens: branches.length },
     evaluatedTokens: result.evaluatedTokens,
+    uncalibrated,
+    calibration: calibration === undefined ? null : calibration === null ? { version: null, method: 'none' } : { version: calibration.version, method: calibration.method },
   };
 }

@@ -1,23 +1,16 @@
-// From the candidate log-probabilities of each branch to typed answers. A branch is one distinct
-// ordering of one question; its candidates are the answer tokens in the order shown (position j).
-import type { ChoiceAnswer, NoulAnswer, ScoreAnswer } from '../api/schemas/systemone.js';
+// From the answer log-probabilities of each branch to one distribution per question. A branch is
+// one distinct ordering of one question; its answers are read in the order shown (position j).
 import type { Ordering } from './permutations.js';
 
 export interface PassReading {
   ordering: Ordering;
   /** How many of the requested passes this ordering stands for. */
   weight: number;
-  /** Log-probability of each position's answer token. */
+  /** Log-probability of each position's answer (its spellings summed). */
   logprobs: number[];
 }
 
-export interface ReadoutOptions {
-  /** Echoed on the answer; null when debias is off. */
-  debiasPasses: number | null;
-  returnRaw: boolean;
-}
-
-/** Softmax over the candidates only: the answer is known to be one of them. */
+/** Softmax over the answers only: the reply is taken to be one of them. */
 export function renormalise(logprobs: number[]): number[] {
   const max = Math.max(...logprobs);
   if (!Number.isFinite(max)) return logprobs.map(() => 1 / logprobs.length);
@@ -49,63 +42,32 @@ export function averagePasses(passes: PassReading[]): number[] {
   return mean;
 }
 
-/** 1 − H(p)/ln(N): 1 when all mass is on one option, 0 when uniform. */
-export function concentration(p: number[]): number {
-  if (p.length < 2) return 1;
-  const h = p.reduce((acc, x) => (x > 0 ? acc - x * Math.log(x) : acc), 0);
-  return Math.min(1, Math.max(0, 1 - h / Math.log(p.length)));
-}
-
-function keyed(keys: string[], values: number[]): Record<string, number> {
-  return Object.fromEntries(keys.map((k, i) => [k, values[i]!]));
+/**
+ * The share of the model's next-token distribution that fell on the answers, pass-weighted: near 1
+ * when the model was about to answer with a label, low when it meant to say something else.
+ */
+export function labelMass(passes: PassReading[]): number {
+  const total = passes.reduce((a, p) => a + p.weight, 0);
+  const mass = passes.reduce((acc, p) => acc + p.weight * p.logprobs.reduce((s, l) => s + Math.exp(l), 0), 0) / total;
+  return Math.min(1, mass);
 }
 
 /** The unpermuted pass: the one whose ordering is the identity. */
-function identityPass(passes: PassReading[]): PassReading {
+export function identityPass(passes: PassReading[]): PassReading {
   const pass = passes.find((p) => p.ordering.every((option, position) => option === position));
   if (!pass) throw new Error('readout needs the unpermuted pass');
   return pass;
 }
 
-export function readChoice(labels: string[], passes: PassReading[], opts: ReadoutOptions): ChoiceAnswer {
-  const p = averagePasses(passes);
+/** Index of the most probable option; the first of equals. */
+export function argmax(p: number[]): number {
   let best = 0;
   p.forEach((x, i) => {
     if (x > p[best]!) best = i;
   });
-  return {
-    type: 'choice',
-    choice: labels[best]!,
-    probabilities: keyed(labels, p),
-    confidence: concentration(p),
-    confidence_band: null,
-    raw_probabilities: opts.returnRaw ? keyed(labels, optionDistribution(identityPass(passes))) : null,
-    debias_passes: opts.debiasPasses,
-  };
+  return best;
 }
 
-export function readScore(levels: string[], passes: PassReading[], opts: ReadoutOptions): ScoreAnswer {
-  const p = averagePasses(passes);
-  const keys = levels.map((_, i) => String(i));
-  return {
-    type: 'score',
-    score: p.reduce((acc, x, i) => acc + x * i, 0),
-    legend: Object.fromEntries(levels.map((d, i) => [String(i), d])),
-    probabilities: keyed(keys, p),
-    confidence: concentration(p),
-    confidence_band: null,
-    raw_probabilities: opts.returnRaw ? keyed(keys, optionDistribution(identityPass(passes))) : null,
-    debias_passes: opts.debiasPasses,
-  };
-}
-
-/** Noul options are [yes, no]: option 0 is yes. */
-export function readNoul(passes: PassReading[], opts: ReadoutOptions): NoulAnswer {
-  return {
-    type: 'noul',
-    noul: averagePasses(passes)[0]!,
-    confidence_band: null,
-    raw_noul: opts.returnRaw ? optionDistribution(identityPass(passes))[0]! : null,
-    debias_passes: opts.debiasPasses,
-  };
+export function keyed(keys: string[], values: number[]): Record<string, number> {
+  return Object.fromEntries(keys.map((k, i) => [k, values[i]!]));
 }

@@ -3,11 +3,13 @@
 import t from 'tap';
 import { validateSystemOneRequest } from '../../src/api/schemas/systemone-validate.js';
 import { decide } from '../../src/decision/decide.js';
+import { calibrationFrom } from '../../src/decision/calibration.js';
 import { createLocalEngine } from '../../src/engine/local.js';
 import { ValidationFailure } from '../../src/api/errors.js';
 import type { ChoiceAnswer, NoulAnswer, ScoreAnswer } from '../../src/api/schemas/systemone.js';
+import { TEST_MODEL } from '../helpers/models.js';
 
-const engine = await createLocalEngine('models/gemma-3-270m-q4_k_m.gguf', { threads: 2 });
+const engine = await createLocalEngine(TEST_MODEL, { threads: 2 });
 t.teardown(() => engine.close());
 const info = await engine.info();
 let calls = 0;
@@ -47,6 +49,12 @@ t.test('every type with permute and raw probabilities, in one engine call', asyn
   const best = Object.entries(topic.probabilities).sort((a, b) => b[1] - a[1])[0]![0];
   t.equal(topic.choice, best);
   t.ok(topic.confidence >= 0 && topic.confidence <= 1);
+  const top = Math.max(...Object.values(topic.probabilities));
+  t.ok(near(topic.confidence, (top - 1 / 3) / (1 - 1 / 3)), 'choice confidence is the reference formula');
+  for (const a of [noul, topic, urgency]) t.ok(a.label_mass! > 0 && a.label_mass! <= 1, `label mass ${a.label_mass} in (0, 1]`);
+  t.equal(d.calibration, null, 'no calibration asked for');
+  t.equal(Object.keys(d.uncalibrated).length, 4, 'every question keeps its uncalibrated distribution');
+  t.same(d.uncalibrated.topic!.p, Object.values(topic.probabilities), 'uncalibrated equals the answer when no calibration applies');
 
   t.ok(near(sum(urgency.probabilities), 1), 'score probabilities sum to 1');
   t.same(urgency.legend, { '0': 'not urgent', '1': 'somewhat urgent', '2': 'very urgent' });
@@ -67,6 +75,26 @@ t.test('the raw pass of a permuted request is the unpermuted request', async (t)
   t.same(off.raw_probabilities, off.probabilities, 'without permute raw equals the answer');
   t.equal(off.debias_passes, null);
   t.equal((permuted.answers.topic as ChoiceAnswer).debias_passes, 4, 'the default pass count is echoed');
+});
+
+t.test('a calibration is applied per kind, keeps raw probabilities raw, and sets the band', async (t) => {
+  const calibration = calibrationFrom({
+    version: 'L2.test.1', model_sha256: info.sha256, layout: 'L2', created_at: '', source: 'test', reports: [],
+    fits: { choice: { method: 'temperature', temperature: 4 } },
+  });
+  const body = { state, questions: { topic: questions.topic, billing: questions.billing }, options: { return_raw_probabilities: true } };
+  const plain = await run(body);
+  const calibrated = await decide(validateSystemOneRequest(body), counting, info, { maxPromptTokens: 4096, calibration });
+  const before = plain.answers.topic as ChoiceAnswer;
+  const after = calibrated.answers.topic as ChoiceAnswer;
+  t.equal(after.choice, before.choice, 'temperature scaling never changes the choice');
+  t.ok(Math.max(...Object.values(after.probabilities)) < Math.max(...Object.values(before.probabilities)), 'T = 4 softens the distribution');
+  t.same(after.raw_probabilities, before.raw_probabilities, 'raw probabilities stay uncalibrated');
+  t.ok(['high', 'leaning', 'low'].includes(after.confidence_band!), `band ${after.confidence_band}`);
+  t.equal((calibrated.answers.billing as NoulAnswer).confidence_band, null, 'a kind without a fit stays uncalibrated');
+  t.same(calibrated.calibration, { version: 'L2.test.1', method: 'temperature' });
+  const unfitted = await decide(validateSystemOneRequest(body), counting, info, { maxPromptTokens: 4096, calibration: null });
+  t.same(unfitted.calibration, { version: null, method: 'none' }, 'on but unfitted says so');
 });
 
 t.test('a state beyond the limit is a 422 naming the limit and the header', async (t) => {

@@ -20,7 +20,8 @@ const CHEAP = { state: STATE, questions: { q: { instructions: 'Is this about bil
 
 const sum = (o: Record<string, number>): number => Object.values(o).reduce((a, b) => a + b, 0);
 const near = (a: number, b: number, eps: number): boolean => Math.abs(a - b) <= eps;
-const concentration = (p: number[]): number => 1 - p.reduce((h, x) => (x > 0 ? h - x * Math.log(x) : h), 0) / Math.log(p.length);
+/** The reference choice confidence: how far the top probability stands above uniform. */
+const choiceConfidence = (p: number[]): number => (Math.max(...p) - 1 / p.length) / (1 - 1 / p.length);
 
 if (cannotRun) {
   t.plan(0, cannotRun);
@@ -96,7 +97,8 @@ if (cannotRun) {
       const best = Object.entries(c.probabilities as Record<string, number>).reduce((a, e) => (e[1] > a[1] ? e : a));
       t.equal(c.choice, best[0], `${name}: choice is the argmax`);
       t.ok(c.confidence >= 0 && c.confidence <= 1, `${name}: choice confidence in [0,1]`);
-      t.ok(near(c.confidence, concentration(Object.values(c.probabilities)), 1e-9), `${name}: confidence = 1 - H/ln N`);
+      t.ok(near(c.confidence, choiceConfidence(Object.values(c.probabilities)), 1e-9), `${name}: confidence = (max p - 1/N) / (1 - 1/N)`);
+      t.ok(c.label_mass! > 0 && c.label_mass! <= 1, `${name}: label mass in (0, 1]`);
       t.equal(c.confidence_band, null);
       t.equal(c.debias_passes, passes);
 
@@ -105,8 +107,8 @@ if (cannotRun) {
       t.same(s.legend, { 0: 'low', 1: 'medium', 2: 'high' }, `${name}: legend maps level index to description`);
       t.same(Object.keys(s.probabilities), ['0', '1', '2'], `${name}: score probabilities keyed like the legend`);
       t.ok(near(sum(s.probabilities), 1, 1e-9), `${name}: score probabilities sum to 1`);
-      const expected = Object.entries(s.probabilities as Record<string, number>).reduce((a, [k, p]) => a + Number(k) * p, 0);
-      t.ok(near(s.score, expected, 1e-9), `${name}: score ${s.score} is the expected index ${expected}`);
+      const levels = Object.values(s.probabilities as Record<string, number>);
+      t.equal(s.score, levels.indexOf(Math.max(...levels)), `${name}: score is the most probable level`);
       t.ok(s.score >= 0 && s.score <= 2);
       t.ok(s.confidence >= 0 && s.confidence <= 1);
       t.equal(s.debias_passes, passes);

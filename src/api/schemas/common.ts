@@ -15,5 +15,6 @@ export type Entry = Static<typeof Entry>;
 
 export const ConfidenceBand = Type.Union(
   [Type.Literal('high'), Type.Literal('leaning'), Type.Literal('low'), Type.Null()],
-  { description: 'Calibration band; always null while calibration is disabled during beta.' },
+  { description: 'Calibration band of the answer; null unless the server applies a fitted calibration (ARBITRA_CALIBRATION=on).' },
 );
+export type ConfidenceBand = Static<typeof ConfidenceBand>;

@@ -4,7 +4,8 @@
 // closest of three union branches. Counting rules come last, from the normaliser.
 import { ValidationFailure, type ValidationErrorItem } from '../errors.js';
 import { compileValidator } from '../validation.js';
-import { normaliseQuestion, normaliseRequest, type NormalisedRequest, type QuestionSpec } from '../../decision/normalise.js';
+import type { QuestionSpec } from '../../decision/kinds/index.js';
+import { normaliseQuestion, normaliseRequest, type NormalisedRequest } from '../../decision/normalise.js';
 import { QUESTION_VARIANTS, SystemOneEnvelope, type QuestionTypeName, type SystemOneRequest } from './systemone.js';
 
 const checkEnvelope = compileValidator(SystemOneEnvelope);

@@ -120,6 +120,14 @@ export const SystemOneEnvelope = Type.Object({
 const DebiasPasses = Type.Optional(
   Type.Union([Type.Integer(), Type.Null()], { description: 'orderings averaged; null when debias is off' }),
 );
+const LabelMass = Type.Optional(
+  Type.Number({
+    minimum: 0,
+    maximum: 1,
+    description:
+      'Arbitra extension: the share of the model\'s next-token distribution that fell on this question\'s answer labels (mean over passes). Low values mean the model was not going to answer with a label at all.',
+  }),
+);
 const RawProbabilities = Type.Optional(
   Type.Union([Type.Record(Type.String(), Type.Number()), Type.Null()], {
     description: 'the single unpermuted pass; null unless options.return_raw_probabilities',
@@ -128,33 +136,36 @@ const RawProbabilities = Type.Optional(
 
 export const NoulAnswer = Type.Object({
   type: Type.Literal('noul', { default: 'noul' }),
-  noul: Type.Number({ description: 'P(yes), uncalibrated' }),
+  noul: Type.Number({ description: 'P(yes); uncalibrated unless the server applies a fitted calibration (meta.calibration_version)' }),
   confidence_band: Type.Optional(ConfidenceBand),
   raw_noul: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'P(yes) of the single unpermuted pass; null unless requested' })),
   debias_passes: DebiasPasses,
+  label_mass: LabelMass,
 });
 export type NoulAnswer = Static<typeof NoulAnswer>;
 
 export const ChoiceAnswer = Type.Object({
   type: Type.Literal('choice', { default: 'choice' }),
   choice: Type.String({ description: 'the most probable label' }),
-  probabilities: Type.Record(Type.String(), Type.Number(), { description: 'label → probability, summing to 1, uncalibrated' }),
-  confidence: Type.Number({ description: '1 − entropy / ln(labels): 1 when certain, 0 when uniform' }),
+  probabilities: Type.Record(Type.String(), Type.Number(), { description: 'label → probability, summing to 1; uncalibrated unless meta.calibration_version is set' }),
+  confidence: Type.Number({ description: '(max p − 1/N) / (1 − 1/N): 1 when certain, 0 when uniform' }),
   confidence_band: Type.Optional(ConfidenceBand),
   raw_probabilities: RawProbabilities,
   debias_passes: DebiasPasses,
+  label_mass: LabelMass,
 });
 export type ChoiceAnswer = Static<typeof ChoiceAnswer>;
 
 export const ScoreAnswer = Type.Object({
   type: Type.Literal('score', { default: 'score' }),
-  score: Type.Number({ description: 'expected level index, from 0 to levels − 1' }),
+  score: Type.Number({ description: 'the most probable level index, from 0 to levels − 1' }),
   legend: Type.Record(Type.String(), Type.String(), { description: 'level index → description' }),
   probabilities: Type.Record(Type.String(), Type.Number(), { description: 'level index → probability, summing to 1' }),
-  confidence: Type.Number({ description: '1 − entropy / ln(levels)' }),
+  confidence: Type.Number({ description: 'max(0, 1 − Σ pᵢ·|i − mode| / U(N)), U(N) = Σᵢ |i − (N−1)/2| / N: 1 when certain' }),
   confidence_band: Type.Optional(ConfidenceBand),
   raw_probabilities: RawProbabilities,
   debias_passes: DebiasPasses,
+  label_mass: LabelMass,
 });
 export type ScoreAnswer = Static<typeof ScoreAnswer>;
 

@@ -1,0 +1,71 @@
+// choice: pick one of 2-255 labels. Options are shown with letters (A, B, ..., then two-letter
+// labels) and the letter is read.
+import type { ChoiceAnswer } from '../../api/schemas/systemone.js';
+import type { Entry } from '../../api/schemas/common.js';
+import { valueError } from '../../api/validation.js';
+import { questionBody } from '../prompt.js';
+import { argmax, keyed } from '../readout.js';
+import { countError, described, renderEntry, splitListing } from './criteria.js';
+import type { QuestionKind } from './kind.js';
+
+export const CHOICE_LABELS = { kind: 'choice', what: 'labels', min: 2, max: 255 } as const;
+
+export interface ChoiceSpec {
+  kind: 'choice';
+  name: string;
+  instructions: string | null;
+  options: { label: string; description: string | null }[];
+}
+
+function options(criteria: unknown): ChoiceSpec['options'] {
+  if (criteria === null || criteria === undefined) return [];
+  if (typeof criteria === 'string') return splitListing(criteria).map((label) => ({ label, description: null }));
+  if (Array.isArray(criteria)) return criteria.map((label) => ({ label: String(label), description: null }));
+  return Object.entries(criteria as Record<string, Entry>).map(([label, d]) => ({ label, description: renderEntry(d) }));
+}
+
+/** The reference confidence: how far the top probability stands above uniform, 0 to 1. */
+export function choiceConfidence(p: number[]): number {
+  const n = p.length;
+  return Math.min(1, Math.max(0, (Math.max(...p) - 1 / n) / (1 - 1 / n)));
+}
+
+export const choice: QuestionKind<ChoiceSpec, ChoiceAnswer> = {
+  normalise(name, q) {
+    const loc = ['body', 'questions', name, 'criteria'];
+    const opts = options(q.criteria);
+    const errors = [countError(CHOICE_LABELS, opts.length, loc, q.criteria ?? null)].filter((e) => e !== null);
+    const seen = new Set<string>();
+    for (const o of opts) {
+      if (o.label.trim() === '') errors.push(valueError(loc, 'choice labels must not be empty', q.criteria));
+      else if (seen.has(o.label)) errors.push(valueError(loc, `choice labels must be distinct; "${o.label}" appears more than once`, q.criteria));
+      seen.add(o.label);
+    }
+    if (errors.length > 0) return { errors };
+    return { spec: { kind: 'choice', name, instructions: renderEntry(q.instructions as Entry | undefined), options: opts }, errors };
+  },
+
+  options: (spec) => spec.options.length,
+
+  capacity: ({ labels }) => labels.optionLabels.length,
+
+  render(spec, ordering, { labels }) {
+    const shown = labels.optionLabels.slice(0, ordering.length);
+    const lines = ['Options:', ...ordering.map((option, position) => `${shown[position]!.label}. ${described(spec.options[option]!.label, spec.options[option]!.description)}`)];
+    return { text: questionBody(spec.instructions, lines, 'Reply with only the letter of the best option.'), answers: shown.map((l) => l.tokens) };
+  },
+
+  answer(spec, r) {
+    const names = spec.options.map((o) => o.label);
+    return {
+      type: 'choice',
+      choice: names[argmax(r.p)]!,
+      probabilities: keyed(names, r.p),
+      confidence: choiceConfidence(r.p),
+      confidence_band: r.band,
+      raw_probabilities: r.raw ? keyed(names, r.raw) : null,
+      debias_passes: r.debiasPasses,
+      label_mass: r.labelMass,
+    };
+  },
+};

@@ -1,0 +1,48 @@
+// What every question kind provides. A kind owns its whole path: how its criteria normalise, how
+// one ordering of its options is shown to the model, and how the read distribution becomes its
+// typed answer. decide.ts knows kinds only through this interface.
+import type { ValidationErrorItem } from '../../api/errors.js';
+import type { Answer } from '../../api/schemas/systemone.js';
+import type { ConfidenceBand } from '../../api/schemas/common.js';
+import type { EngineInfo } from '../../engine/types.js';
+import type { Ordering } from '../permutations.js';
+import type { PromptLayout } from '../prompt.js';
+
+/** The answer labels a model offers, as the engine found them at load. */
+export type Labels = Pick<EngineInfo, 'optionLabels' | 'digitLabels' | 'yes' | 'no'>;
+
+export interface RenderContext {
+  labels: Labels;
+  layout: PromptLayout;
+}
+
+export interface RenderedBranch {
+  /** Body text after the shared state: the question, its options in this ordering, the reply line. */
+  text: string;
+  /** Per position, the token ids of the answer shown there. */
+  answers: number[][];
+}
+
+/** The distribution read for one question, ready to be worded as its answer. */
+export interface Reading {
+  /** Per option (original order), after debiasing and, when on, calibration. */
+  p: number[];
+  /** The unpermuted pass, uncalibrated; null unless the client asked for raw probabilities. */
+  raw: number[] | null;
+  debiasPasses: number | null;
+  band: ConfidenceBand;
+  /** Share of the next-token distribution on this question's answer labels (mean over passes). */
+  labelMass: number;
+}
+
+export interface QuestionKind<S, A extends Answer = Answer> {
+  /** Criteria of a question that passed its variant's schema → its spec, or every problem with them. */
+  normalise(name: string, question: Record<string, unknown>): { spec?: S; errors: ValidationErrorItem[] };
+  /** How many answer options the question has. */
+  options(spec: S): number;
+  /** The most options this kind can show with this model's labels. */
+  capacity(ctx: RenderContext): number;
+  /** One ordering (ordering[position] = option) shown to the model. */
+  render(spec: S, ordering: Ordering, ctx: RenderContext): RenderedBranch;
+  answer(spec: S, reading: Reading): A;
+}

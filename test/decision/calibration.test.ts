@@ -1,0 +1,114 @@
+// Calibration fitting and metrics as pure functions, on synthetic outcomes with known answers.
+import t from 'tap';
+import { applyFit, calibrationFrom, confidenceBand, crossValidated, fitKind, fitPlatt, fitTemperature, metrics, type Sample } from '../../src/decision/calibration.js';
+
+/** A deterministic pseudo-random stream, so every run sees the same samples. */
+function rng(seed: number): () => number {
+  let x = seed >>> 0;
+  return () => {
+    x = (x * 1664525 + 1013904223) >>> 0;
+    return x / 2 ** 32;
+  };
+}
+
+/**
+ * Samples whose true probabilities are `truth` but which the "model" reports overconfidently: its
+ * log-probabilities are the true ones times `sharpen` (a temperature of 1/sharpen undoes it).
+ */
+function overconfident(n: number, options: number, sharpen: number, seed = 1): Sample[] {
+  const r = rng(seed);
+  return Array.from({ length: n }, () => {
+    const logits = Array.from({ length: options }, () => r() * 3);
+    const exps = logits.map((l) => Math.exp(l));
+    const sum = exps.reduce((a, b) => a + b, 0);
+    const real = exps.map((e) => e / sum);
+    let u = r();
+    let truth = 0;
+    while (truth < options - 1 && (u -= real[truth]!) > 0) truth++;
+    const sharp = logits.map((l) => Math.exp(l * sharpen));
+    const s2 = sharp.reduce((a, b) => a + b, 0);
+    return { kind: options === 2 ? 'noul' : 'choice', p: sharp.map((x) => x / s2), truth } as Sample;
+  });
+}
+
+t.test('metrics: ECE, Brier and accuracy of hand-checked samples', async (t) => {
+  const m = metrics([
+    { p: [0.9, 0.1], truth: 0 },
+    { p: [0.9, 0.1], truth: 1 },
+    { p: [0.3, 0.7], truth: 1 },
+  ]);
+  t.equal(m.n, 3);
+  t.ok(Math.abs(m.accuracy - 2 / 3) < 1e-12);
+  // bin 0.9: conf .9, hit .5 (2 samples); bin 0.7: conf .7, hit 1 (1 sample)
+  t.ok(Math.abs(m.ece - ((2 / 3) * 0.4 + (1 / 3) * 0.3)) < 1e-12, String(m.ece));
+  t.ok(Math.abs(m.brier - (0.02 + 1.62 + 0.18) / 3) < 1e-12, String(m.brier));
+  t.same(metrics([]), { n: 0, ece: 0, brier: 0, accuracy: 0 });
+});
+
+t.test('temperature scaling recovers the temperature that undoes overconfidence', async (t) => {
+  const samples = overconfident(4000, 4, 2.5);
+  const fit = fitTemperature(samples);
+  t.equal(fit.method, 'temperature');
+  if (fit.method === 'temperature') t.ok(Math.abs(fit.temperature - 2.5) < 0.25, `T = ${fit.temperature}`);
+  const after = metrics(samples.map((s) => ({ p: applyFit(fit, s.p), truth: s.truth })));
+  t.ok(after.ece < metrics(samples).ece / 2, `ECE ${metrics(samples).ece} → ${after.ece}`);
+});
+
+t.test('temperature keeps the ranking: the chosen answer never changes', async (t) => {
+  const p = [0.5, 0.3, 0.2];
+  for (const temperature of [0.3, 1, 4]) {
+    const q = applyFit({ method: 'temperature', temperature }, p);
+    t.ok(q[0]! > q[1]! && q[1]! > q[2]!, `T=${temperature}: ${q}`);
+    t.ok(Math.abs(q.reduce((a, b) => a + b, 0) - 1) < 1e-12);
+  }
+});
+
+t.test('Platt scaling undoes a bias towards yes', async (t) => {
+  const r = rng(7);
+  // The model says P(yes) = 0.8 whatever happens; yes is true 40% of the time.
+  const samples: Sample[] = Array.from({ length: 500 }, () => ({ kind: 'noul', p: [0.8, 0.2], truth: r() < 0.4 ? 0 : 1 }));
+  const fit = fitPlatt(samples);
+  const yes = applyFit(fit, [0.8, 0.2])[0]!;
+  t.ok(Math.abs(yes - 0.4) < 0.05, `calibrated P(yes) ${yes}`);
+});
+
+t.test('fitKind: fits an overconfident model, judged on held-out folds', async (t) => {
+  const report = fitKind('choice', overconfident(600, 3, 3, 11));
+  t.ok(report.fit, report.refused ?? '');
+  t.ok(report.after!.ece < report.before.ece);
+  t.ok(report.after!.brier <= report.before.brier);
+  t.equal(report.after!.n, 600, 'every sample is judged once, held out');
+});
+
+t.test('fitKind refuses with too few samples and when nothing improves', async (t) => {
+  const few = fitKind('noul', overconfident(10, 2, 2));
+  t.equal(few.fit, null);
+  t.match(few.refused, /at least 20/);
+  // Perfectly confident and always right: no map can improve it.
+  const perfect: Sample[] = Array.from({ length: 100 }, (_, i) => ({ kind: 'choice', p: i % 2 ? [1, 0, 0] : [0, 1, 0], truth: i % 2 ? 0 : 1 }));
+  const none = fitKind('choice', perfect);
+  t.equal(none.fit, null);
+  t.match(none.refused, /improved/);
+});
+
+t.test('cross-validation never lets a sample judge a map fitted on itself', async (t) => {
+  const samples = overconfident(50, 2, 2, 3);
+  let seen = 0;
+  crossValidated(samples, (fit) => {
+    seen += fit.length;
+    return { method: 'temperature', temperature: 1 };
+  });
+  t.equal(seen, 50 * 4, 'each of 5 folds fits on the other 4/5');
+});
+
+t.test('bands and the applied calibration', async (t) => {
+  t.equal(confidenceBand([0.9, 0.1]), 'high');
+  t.equal(confidenceBand([0.7, 0.2, 0.1]), 'leaning');
+  t.equal(confidenceBand([0.5, 0.5]), 'low');
+  const c = calibrationFrom({ version: 'L2.abc.1', model_sha256: 'abc', layout: 'L2', created_at: '', source: '', reports: [], fits: { choice: { method: 'temperature', temperature: 2 } } });
+  t.equal(c.version, 'L2.abc.1');
+  t.equal(c.method, 'temperature');
+  t.equal(c.apply('noul', [0.9, 0.1]), null, 'a kind without a fit stays uncalibrated');
+  const softened = c.apply('choice', [0.8, 0.2])!;
+  t.ok(softened[0]! < 0.8 && softened[0]! > 0.5);
+});
