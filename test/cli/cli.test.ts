@@ -1,10 +1,12 @@
 // The arbitra command as an operator runs it: a real process, real LMDB in a temp dir.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_MODEL_FILE } from '../helpers/models.js';
+import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
 
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
@@ -22,7 +24,7 @@ function run(args: string[], env: Record<string, string> = {}): Promise<{ code: 
   });
 }
 
-const oneLine = (t: Tap.Test, text: string, re: RegExp): void => {
+const oneLine = (t: Test, text: string, re: RegExp): void => {
   t.equal(text.trimEnd().split('\n').length, 1, `one line: ${text.trimEnd()}`);
   t.match(text, re);
 };
@@ -30,7 +32,7 @@ const oneLine = (t: Tap.Test, text: string, re: RegExp): void => {
 t.test('--help documents commands, flags and variables', async (t) => {
   const { code, stdout } = await run(['--help']);
   t.equal(code, 0);
-  for (const word of ['serve', 'keys create', 'keys list', 'keys revoke', '--host/ARBITRA_HOST', '--port/ARBITRA_PORT', '--data-dir/ARBITRA_DATA_DIR', '--model/ARBITRA_MODEL', '--workers/ARBITRA_WORKERS', 'ARBITRA_CONSOLE_TOKEN', 'ARBITRA_MAX_BODY_BYTES', 'ARBITRA_MODEL_ALIASES', '--gpu-layers']) {
+  for (const word of ['serve', 'calibrate', 'models list', 'models pull', 'ARBITRA_CALIBRATION', 'ARBITRA_SELF_TEST', 'keys create', 'keys list', 'keys revoke', '--host/ARBITRA_HOST', '--port/ARBITRA_PORT', '--data-dir/ARBITRA_DATA_DIR', '--model/ARBITRA_MODEL', '--workers/ARBITRA_WORKERS', 'ARBITRA_CONSOLE_TOKEN', 'ARBITRA_MAX_BODY_BYTES', 'ARBITRA_MODEL_ALIASES', '--gpu-layers']) {
     t.match(stdout, word);
   }
   const bare = await run([]);
@@ -53,6 +55,11 @@ t.test('usage and configuration errors are one line and exit 2', async (t) => {
     [['keys', 'create', '--email', 'not-an-email'], {}, /not a valid email/],
     [['keys', 'rotate'], {}, /unknown keys command "rotate"/],
     [['keys', 'revoke'], {}, /keys revoke needs a key ID/],
+    [['models', 'pull'], {}, /models pull needs a name: qwen2\.5-coder-1\.5b-instruct-q4_k_m, gemma-3-270m-q4_k_m, smollm2-135m-instruct-q4_1/],
+    [['models', 'pull', 'llama-70b'], {}, /no catalogue model named "llama-70b"/],
+    [['models', 'rm'], {}, /unknown models command "rm"/],
+    [['calibrate', '--model'], {}, /--model needs a value/],
+    [['serve'], { ARBITRA_CALIBRATION: 'sometimes' }, /ARBITRA_CALIBRATION must be on or off/],
   ];
   for (const [args, env, re] of cases) {
     const r = await run(args, env);
@@ -122,7 +129,25 @@ t.test('keys create, list and revoke against one data dir', async (t) => {
   t.ok(fs.existsSync(dir));
 });
 
-const modelFile = fileURLToPath(new URL('../../models/gemma-3-270m-q4_k_m.gguf', import.meta.url));
+t.test('models list: every catalogue model with its size and state; local files too', async (t) => {
+  const dir = t.testdir({ 'mine.gguf': 'GGUF' });
+  const { code, stdout } = await run(['models', 'list'], { ARBITRA_MODELS_DIR: dir });
+  t.equal(code, 0);
+  t.match(stdout, /^NAME\s+SIZE\s+STATE\s+LICENSE\s+ABOUT$/m);
+  t.match(stdout, /^qwen2\.5-coder-1\.5b-instruct-q4_k_m \(default\)\s+1\.04 GiB\s+available\s+Apache-2\.0/m, 'an empty folder: fetchable');
+  t.match(stdout, /^smollm2-135m-instruct-q4_1\s+94 MiB\s+available/m);
+  t.match(stdout, /^mine\s+0 MiB\s+local file/m);
+  const installed = await run(['models', 'list']);
+  t.match(installed.stdout, /^gemma-3-270m-q4_k_m\s+241 MiB\s+installed/m, 'the test model npm test pulled is installed');
+});
+
+t.test('serve --model: a name outside the catalogue is a path, which must exist', async (t) => {
+  const r = await run(['serve', '--model', 'no-such-model', '--workers', '0', '--port', '0', '--data-dir', path.join(t.testdir(), 'data')]);
+  t.equal(r.code, 1);
+  oneLine(t, r.stderr, /model file .*no-such-model does not exist/);
+});
+
+const modelFile = DEFAULT_MODEL_FILE;
 for (const workers of ['0', '2']) {
   t.test(`serve --workers ${workers}: start-up line, health, clean SIGTERM`, { skip: !fs.existsSync(modelFile) && 'the default model is not downloaded' }, async (t) => {
     const dir = path.join(t.testdir(), 'data');
@@ -140,7 +165,7 @@ for (const workers of ['0', '2']) {
       child.on('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
     });
     const expectWorkers = workers === '0' ? 'single process' : `${workers} workers`;
-    t.match(line, new RegExp(`^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model gemma-3-270m-q4_k_m, backend (cpu|cuda), ${expectWorkers}, http uws\\)$`));
+    t.match(line, new RegExp(`^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model ${DEFAULT_MODEL.name.replaceAll('.', '\\.')}, backend (cpu|cuda), ${expectWorkers}, http uws\\)$`));
     const base = /http:\/\/\S+/.exec(line)![0];
     const pids = new Set<number>();
     for (let i = 0; i < 20; i++) {
@@ -156,6 +181,16 @@ for (const workers of ['0', '2']) {
       const m = /arbitra_http_requests_total\{route="\/health",method="GET",status="200"\} (\d+)/.exec(metrics);
       t.equal(Number(m?.[1]), 20, 'the count covers every worker');
     }
+    // The default model passes the load-time self-test, which runs once it serves.
+    const selfTest = await new Promise<string>((resolve) => {
+      const check = () => {
+        const m = /^(self-test: .*|warning: .*self-test.*)$/m.exec(stderr);
+        if (m) resolve(m[0]);
+      };
+      check();
+      child.stderr.on('data', check);
+    });
+    t.match(selfTest, new RegExp(`^self-test: ${DEFAULT_MODEL.name.replaceAll('.', '\\.')} answered 5/5 obvious decisions right$`));
     const code = await new Promise<number | null>((resolve) => {
       child.on('exit', (c) => resolve(c));
       child.kill('SIGTERM');

@@ -2,7 +2,7 @@
 // /v1/models. The engine is in the state a real server is in while the model loads (the
 // decision tests cover a loaded model); what depends on a loaded model is checked in the
 // real-model test that follows when the model file is present.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createApp, createAppDeps, buildRoutes } from '../../src/app.js';
@@ -13,8 +13,10 @@ import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
 import { createLocalEngine } from '../../src/engine/local.js';
 import type { EngineStatus } from '../../src/api/routes/health.js';
+import { TEST_MODEL } from '../helpers/models.js';
+import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
 
-async function serve(t: Tap.Test, engine: EngineService, status: () => EngineStatus) {
+async function serve(t: Test, engine: EngineService, status: () => EngineStatus) {
   const dir = t.testdir();
   const config = loadConfig(['--data-dir', dir, '--port', '0'], { ARBITRA_MODEL_ALIASES: 'fast=default' });
   const store = await openStore(dir);
@@ -40,7 +42,7 @@ t.test('while the model loads', async (t) => {
   t.equal(health.status, 503);
   t.ok(health.headers.get('retry-after'));
   const h = (await health.json()) as any;
-  t.match(h, { status: 'loading', api_version: '2026-10-12', model: { id: 'gemma-3-270m-q4_k_m', loaded: false }, workers: 3, http: 'uws' });
+  t.match(h, { status: 'loading', api_version: '2026-10-12', model: { id: DEFAULT_MODEL.name, loaded: false }, workers: 3, http: 'uws' });
   t.type(h.uptime_s, 'number');
 
   const anon = await fetch(`${base}/v1/models`);
@@ -51,10 +53,10 @@ t.test('while the model loads', async (t) => {
   t.equal(models.headers.get('retry-after'), '2');
   t.equal(((await models.json()) as any).detail.error_type, 'service_unavailable');
 
-  t.same(deps.models.names, ['gemma-3-270m-q4_k_m', 'jev-latest', 'jev-preview', 'default', 'fast']);
-  t.equal(deps.models.resolve('jev-latest'), 'gemma-3-270m-q4_k_m');
-  t.equal(deps.models.resolve(undefined), 'gemma-3-270m-q4_k_m');
-  t.equal(deps.models.resolve('fast'), 'gemma-3-270m-q4_k_m');
+  t.same(deps.models.names, [DEFAULT_MODEL.name, 'jev-latest', 'jev-preview', 'default', 'fast']);
+  t.equal(deps.models.resolve('jev-latest'), DEFAULT_MODEL.name);
+  t.equal(deps.models.resolve(undefined), DEFAULT_MODEL.name);
+  t.equal(deps.models.resolve('fast'), DEFAULT_MODEL.name);
   t.equal(deps.models.resolve('gpt-4'), null);
   t.match(deps.models.unknown('gpt-4'), { status: 404, code: 'not_found', context: { available_models: deps.models.names } });
 });
@@ -94,20 +96,20 @@ t.test('/openapi.json describes every route with its schemas and errors', async 
   t.notMatch(JSON.stringify(doc), /"\$id"/, 'no stray $id');
 });
 
-const modelFile = path.resolve('models/gemma-3-270m-q4_k_m.gguf');
-t.test('with the real model loaded', { skip: !fs.existsSync(modelFile) && 'the default model is not downloaded' }, async (t) => {
+const modelFile = TEST_MODEL;
+t.test('with the real model loaded', { skip: !fs.existsSync(modelFile) && 'the test model is not downloaded' }, async (t) => {
   const engine = await createLocalEngine(modelFile, { contextSize: 2048, maxSequences: 4 });
   t.teardown(() => engine.close());
   const { base, secret } = await serve(t, engine, () => 'ready');
   const health = await fetch(`${base}/health`);
   t.equal(health.status, 200);
-  t.match(await health.json(), { status: 'ok', model: { id: 'gemma-3-270m-q4_k_m', loaded: true } });
+  t.match(await health.json(), { status: 'ok', model: { id: DEFAULT_MODEL.name, loaded: true } });
   const res = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
   t.equal(res.status, 200);
   const body = (await res.json()) as any;
   t.equal(body.object, 'list');
   t.same(body.models, body.data);
-  t.same(body.data.map((m: any) => m.id), ['gemma-3-270m-q4_k_m', 'jev-latest', 'jev-preview', 'default', 'fast']);
+  t.same(body.data.map((m: any) => m.id), [DEFAULT_MODEL.name, 'jev-latest', 'jev-preview', 'default', 'fast']);
   const info = await engine.info();
   for (const m of body.data) t.match(m, { object: 'model', owned_by: 'arbitra', max_context_tokens: Math.min(info.trainingContext, info.contextSize), description: String, name: m.id, release_date: /^\d{4}-\d{2}-\d{2}$/ });
 });

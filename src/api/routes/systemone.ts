@@ -13,15 +13,20 @@ import { decide, LONG_CONTEXT_HEADER } from '../../decision/decide.js';
 import type { EngineService } from '../../engine/types.js';
 import type { HttpRequest, HttpResponse, Route } from '../../http/types.js';
 import type { RequestGate } from '../../limits/types.js';
+import type { CalibrationStore } from '../../store/calibrations.js';
 import type { ApiKeyRecord, IdempotencyStore, KeyStore, RetentionStore } from '../../store/types.js';
+import { calibrationFrom, type Calibration, type CalibrationRecord } from '../../decision/calibration.js';
+import { LAYOUT_VERSION } from '../../decision/prompt.js';
 
 export interface SystemOneDeps {
   engine: EngineService;
-  store: { keys: KeyStore; idempotency: IdempotencyStore; retention: RetentionStore };
+  store: { keys: KeyStore; idempotency: IdempotencyStore; retention: RetentionStore; calibrations: CalibrationStore };
   gate: RequestGate;
   models: ModelCatalog;
   /** Prompt tokens a request may use without the long-context header. */
   contextTokens: number;
+  /** Apply the newest calibration fitted for the served model and layout (ARBITRA_CALIBRATION). */
+  calibration: boolean;
   /** How long a retained request is kept (ARBITRA_RETENTION_DAYS). */
   limits: { retentionDays: number };
   /** Honour Idempotency-Key (default true). */
@@ -117,6 +122,16 @@ function replay(stored: Buffer, status: number): HttpResponse {
 export function systemoneRoutes(deps: SystemOneDeps): Route[] {
   const now = deps.now ?? (() => new Date());
   const idempotencyOn = deps.idempotencyEnabled ?? true;
+  let applied: Calibration | null = null;
+
+  /** The newest fit, read per request so `arbitra calibrate` takes effect without a restart. */
+  function calibrationFor(modelSha256: string): Calibration | null | undefined {
+    if (!deps.calibration) return undefined;
+    const record = deps.store.calibrations.latest<CalibrationRecord>(modelSha256, LAYOUT_VERSION);
+    if (!record) return null;
+    if (applied?.version !== record.version) applied = calibrationFrom(record);
+    return applied;
+  }
 
   async function handle(req: HttpRequest): Promise<HttpResponse> {
     const key: ApiKeyRecord = await authenticate(req, deps.store.keys);
@@ -146,7 +161,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
     const admission = await deps.gate.admit(key);
     let decision;
     try {
-      decision = await decide(request, deps.engine, info, { maxPromptTokens, longContext });
+      decision = await decide(request, deps.engine, info, { maxPromptTokens, longContext, calibration: calibrationFor(info.sha256) });
     } finally {
       admission.release();
     }
@@ -174,8 +189,8 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
         quant_method: info.quantMethod,
         quant_bits: info.quantBits,
         runtime: { engine: 'arbitra', llama_cpp: info.llamaBuild, backend: info.backend, threads: info.threads },
-        calibration_version: null,
-        calibration: null,
+        calibration_version: decision.calibration?.version ?? null,
+        calibration: decision.calibration?.method ?? null,
         region: 'eu',
         api_region: 'eu',
         latency_ms: Math.round(performance.now() - req.startedAt),
@@ -186,7 +201,16 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       retention,
     };
     if (retention) {
-      await deps.store.retention.put({ id, key_id: key.id, request: body, response, created_at: created.toISOString(), retention_until: retention.retention_until });
+      await deps.store.retention.put({
+        id,
+        key_id: key.id,
+        request: body,
+        response,
+        // What `arbitra calibrate` fits on when outcomes for this decision arrive as traces.
+        decision: { model_sha256: info.sha256, layout: LAYOUT_VERSION, questions: decision.uncalibrated },
+        created_at: created.toISOString(),
+        retention_until: retention.retention_until,
+      });
     }
     // The exact bytes go out and into the idempotency store, so a replay is byte-identical.
     const bytes = Buffer.from(JSON.stringify(response), 'utf8');
