@@ -7,11 +7,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { validateSystemOneRequest } from '../src/api/schemas/systemone-validate.js';
-import { decide } from '../src/decision/decide.js';
-import { createLocalEngine } from '../src/engine/local.js';
-import type { EngineService, TextScoreRequest } from '../src/engine/types.js';
+import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
 import { packageRoot } from '../src/paths.js';
+import { engineRequestFor } from './lib/capture.js';
 import { ensureLlamaTool } from './lib/llama-bench.js';
 import { startLlamaServer } from './lib/llama-server.js';
 import { runLoad, type LoadResult } from './lib/load.js';
@@ -71,19 +69,10 @@ let requestNumber = 0;
 const nextState = (): string => `${TICKET} (reference ${++requestNumber})`;
 
 /** The prompts our decision layer builds for a body, with STATE_SLOT where the state goes: what the baseline is asked, one per branch. */
-async function promptsFor(body: object, engine: EngineService): Promise<{ prompts: string[]; candidates: number }> {
-  const info = await engine.info();
-  let captured: TextScoreRequest | undefined;
-  const capture: EngineService = {
-    info: engine.info,
-    scoreText: async (r) => {
-      captured = r;
-      throw new Error('captured');
-    },
-  };
-  await decide(validateSystemOneRequest({ ...body, state: STATE_SLOT }), capture, info, { maxPromptTokens: 100_000 }).catch(() => undefined);
-  if (!captured) throw new Error('the decision layer built no prompt');
-  return { prompts: captured.branches.map((b) => captured!.prefix + b.suffix), candidates: captured.branches[0]!.candidates.length };
+async function promptsFor(body: object, engine: LocalEngine): Promise<{ prompts: string[]; candidates: number }> {
+  const request = await engineRequestFor({ ...body, state: STATE_SLOT }, await engine.info());
+  const framed = engine.framedText(request);
+  return { prompts: framed.suffixes.map((suffix) => framed.prefix + suffix), candidates: request.branches[0]!.answers.length };
 }
 
 async function startArbitra(dataDir: string, port: number): Promise<{ key: string; stop: () => Promise<void>; command: string }> {

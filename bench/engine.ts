@@ -6,12 +6,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildBranch, buildPrefix } from '../src/decision/prompt.js';
-import { balancedOrderings } from '../src/decision/permutations.js';
-import type { ChoiceSpec } from '../src/decision/normalise.js';
-import { createLocalEngine } from '../src/engine/local.js';
-import type { EngineInfo } from '../src/engine/types.js';
+import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
 import { packageRoot } from '../src/paths.js';
+import { engineRequestFor } from './lib/capture.js';
 import { cpuSeconds, ensureLlamaTool, runLlamaBench } from './lib/llama-bench.js';
 import { replaceSection } from './lib/results.js';
 
@@ -32,59 +29,35 @@ const STATE =
   'before the end of the week I will have to recommend to our director that we do not renew. Please call me back today; ' +
   'I am at my desk until 17:00." Previous tickets from this customer: two, both about invoices, both closed within a day.';
 
-const QUESTIONS: ChoiceSpec[] = [
-  {
-    kind: 'choice', name: 'topic', instructions: 'Which area does the main problem in this ticket belong to?',
-    options: [
-      { label: 'billing', description: 'invoices, seats, payments' },
-      { label: 'export', description: 'PDF or file export features' },
-      { label: 'access', description: 'logins and permissions' },
-      { label: 'other', description: null },
-    ],
+// The decision layer builds the prompts (frame, layout, orderings), exactly as a request would.
+const QUESTIONS = {
+  topic: {
+    type: 'choice', instructions: 'Which area does the main problem in this ticket belong to?',
+    criteria: { billing: 'invoices, seats, payments', export: 'PDF or file export features', access: 'logins and permissions', other: null },
   },
-  {
-    kind: 'choice', name: 'urgency', instructions: 'How quickly should support respond to this customer?',
-    options: [
-      { label: 'today', description: 'call back within hours' },
-      { label: 'this week', description: null },
-      { label: 'next week', description: null },
-      { label: 'no reply needed', description: null },
-    ],
+  urgency: {
+    type: 'choice', instructions: 'How quickly should support respond to this customer?',
+    criteria: { today: 'call back within hours', 'this week': null, 'next week': null, 'no reply needed': null },
   },
-  {
-    kind: 'choice', name: 'churn', instructions: 'How likely is this customer to cancel or not renew the contract?',
-    options: [
-      { label: 'very likely', description: 'explicit threat to leave' },
-      { label: 'possible', description: null },
-      { label: 'unlikely', description: null },
-      { label: 'unknown', description: null },
-    ],
+  churn: {
+    type: 'choice', instructions: 'How likely is this customer to cancel or not renew the contract?',
+    criteria: { 'very likely': 'explicit threat to leave', possible: null, unlikely: null, unknown: null },
   },
-  {
-    kind: 'choice', name: 'team', instructions: 'Which team should own the follow-up on this ticket?',
-    options: [
-      { label: 'engineering', description: 'bugs and outages' },
-      { label: 'finance', description: 'invoice corrections' },
-      { label: 'account management', description: 'renewals and escalations' },
-      { label: 'first-line support', description: null },
-    ],
+  team: {
+    type: 'choice', instructions: 'Which team should own the follow-up on this ticket?',
+    criteria: { engineering: 'bugs and outages', finance: 'invoice corrections', 'account management': 'renewals and escalations', 'first-line support': null },
   },
-];
+};
 
 interface Workload {
   prefix: Int32Array;
   branches: { suffix: Int32Array; candidates: Int32Array }[];
 }
 
-function workload(info: EngineInfo, tokenize: (text: string, bos: boolean) => Int32Array, state: string): Workload {
-  const prefix = tokenize(buildPrefix(info.frame, state), true);
-  const branches = QUESTIONS.flatMap((q) =>
-    balancedOrderings(q.options.length, PASSES).map((ordering) => {
-      const b = buildBranch(q, ordering, info);
-      return { suffix: tokenize(b.suffix, false), candidates: Int32Array.from(b.candidates) };
-    }),
-  );
-  return { prefix, branches };
+async function workload(local: LocalEngine, state: string): Promise<Workload> {
+  const request = await engineRequestFor({ state, questions: QUESTIONS, options: { debias: 'permute', debias_passes: PASSES } }, await local.info());
+  const { prefix, suffixes } = local.tokenizeRequest(request);
+  return { prefix, branches: suffixes.map((suffix, i) => ({ suffix, candidates: Int32Array.from(request.branches[i]!.answers.flat()) })) };
 }
 
 interface Measured {
@@ -164,19 +137,18 @@ async function main(): Promise<void> {
   const local = await createLocalEngine(model, { threads });
   const engine = local.engine;
   const info = await local.info();
-  const tokenize = (text: string, bos: boolean) => engine.tokenize(text, { addSpecial: bos, parseSpecial: true });
   const call = async (w: Workload) => {
     const t0 = performance.now();
     const r = await engine.score(w.prefix, w.branches);
     return { w, evaluated: r.evaluated, cached: r.cached, ms: performance.now() - t0 };
   };
 
-  const base = workload(info, tokenize, STATE);
+  const base = await workload(local, STATE);
   log(`workload: prefix ${base.prefix.length} tokens, ${base.branches.length} branches of ${base.branches.map((b) => b.suffix.length).join('/')} tokens`);
-  for (let i = 0; i < 2; i++) await call(workload(info, tokenize, `Warm-up ${i}. ${STATE}`));
+  for (let i = 0; i < 2; i++) await call(await workload(local, `Warm-up ${i}. ${STATE}`));
 
   // Cold: a different state each time, so the prefix is always evaluated (no prefix-cache hit).
-  const cold = await measure('prefix-cache cold', (i) => call(workload(info, tokenize, `Case ${1000 + i}. ${STATE}`)));
+  const cold = await measure('prefix-cache cold', async (i) => call(await workload(local, `Case ${1000 + i}. ${STATE}`)));
   log(`cold: median ${fmt(cold.medianMs)} ms, ${fmt(cold.usefulTokensPerSecond)} useful tok/s, ${fmt(cold.evaluatedTokensPerSecond)} evaluated tok/s`);
   // Warm: the same state asked again, as a client re-asking about one state does.
   await call(base);
@@ -214,7 +186,7 @@ async function main(): Promise<void> {
     model: { path: path.relative(root, model), quant: info.quantMethod, parameters: info.parameters, llamaBuild: info.llamaBuild, backend: info.backend },
     engineOptions: { contextSize: info.contextSize, maxSequences: info.maxSequences, threads: info.threads },
     llamaBench: { used: ref, runs: refRuns },
-    workload: { questions: QUESTIONS.length, options: 4, passes: PASSES, branches: base.branches.length, prefixTokens: base.prefix.length, suffixTokens: base.branches.map((b) => b.suffix.length) },
+    workload: { questions: Object.keys(QUESTIONS).length, options: 4, passes: PASSES, branches: base.branches.length, prefixTokens: base.prefix.length, suffixTokens: base.branches.map((b) => b.suffix.length) },
     cold,
     warm,
     ratios: {
@@ -238,7 +210,7 @@ async function main(): Promise<void> {
     `Load average (1 min) ${fmt(loadBefore[0]!, 2)} before the run. Other processes used ${fmt(otherCpu, 1)} CPU-seconds during the ${fmt(wallSeconds)} s run (${fmt(otherShare * 100)}% of the cores)` +
       (busy ? `: they shared the ${result.machine.cores} cores with the benchmark, so absolute figures are lower and noisier than on a quiet machine.` : ': the machine was quiet.'),
     '',
-    `Model: ${result.model.path} (${info.quantMethod}). Workload: one state of ${base.prefix.length} tokens, ${QUESTIONS.length} choice questions × 4 options × ${PASSES} permutations = ${base.branches.length} branches of ${Math.min(...result.workload.suffixTokens)}–${Math.max(...result.workload.suffixTokens)} tokens, laid out by src/decision/prompt.ts.`,
+    `Model: ${result.model.path} (${info.quantMethod}). Workload: one state of ${base.prefix.length} tokens, ${Object.keys(QUESTIONS).length} choice questions × 4 options × ${PASSES} permutations = ${base.branches.length} branches of ${Math.min(...result.workload.suffixTokens)}–${Math.max(...result.workload.suffixTokens)} tokens, laid out by src/decision (prompt.ts and kinds/).`,
     '',
     `Reference: \`${ref.command.replaceAll(root + '/', '')}\`, run before and after the engine: ${refRuns.map((r) => `${fmt(r.tokensPerSecond, 1)} ± ${fmt(r.stddev, 1)}`).join(' and ')} tok/s prompt processing (pp${ppTokens}); the faster, **${fmt(ref.tokensPerSecond, 1)} tok/s**, is the reference.`,
     '',

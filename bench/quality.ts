@@ -1,0 +1,348 @@
+// `npm run bench:quality`: how right the probabilities are. Every case of bench/quality/cases.jsonl
+// (a labelled set written for this project) is decided by the real engine and decision layer, per
+// model and per debias method, and scored against its truth: accuracy, Brier score, expected
+// calibration error (10 bins) before and after a cross-validated calibration fit, order flips when
+// choice options are listed in reverse, the label mass, and milliseconds per decision.
+// Writes bench/out/quality.json, bench/out/quality-samples.jsonl (input for `arbitra calibrate
+// --file`) and the quality section of bench/RESULTS.md.
+//
+// BENCH_MODELS   catalogue names or GGUF paths, comma-separated (default: the default model)
+// BENCH_METHODS  plain, permute2, permute4, prior (default: all four)
+// BENCH_LAYOUT   served (default), no-system, digits: a layout to measure against the served one
+// BENCH_LIMIT    decide only the first N cases (quick checks)
+// BENCH_TYPES    only these question types, e.g. score or noul,choice (quick checks)
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Answer } from '../src/api/schemas/systemone.js';
+import { validateSystemOneRequest } from '../src/api/schemas/systemone-validate.js';
+import { fitKind, metrics, type Sample } from '../src/decision/calibration.js';
+import { decide } from '../src/decision/decide.js';
+import type { KindName, QuestionSpec } from '../src/decision/kinds/index.js';
+import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/prompt.js';
+import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
+import { CATALOGUE, DEFAULT_MODEL, findEntry } from '../src/models/catalogue.js';
+import { packageRoot } from '../src/paths.js';
+import { loadCases, reversedChoices, truthIndex, type LabelledCase } from './lib/cases.js';
+import { replaceSection } from './lib/results.js';
+
+const root = packageRoot();
+const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
+const limit = Number(process.env.BENCH_LIMIT) || Infinity;
+const types = process.env.BENCH_TYPES?.split(',') ?? null;
+const log = (msg: string): void => void process.stdout.write(`[bench:quality] ${msg}\n`);
+
+const LAYOUTS: Record<string, PromptLayout> = {
+  served: LAYOUT,
+  'no-system': { ...LAYOUT, system: null },
+  digits: { ...LAYOUT, scoreLabels: 'digits' },
+};
+const layoutName = process.env.BENCH_LAYOUT ?? 'served';
+const layout = LAYOUTS[layoutName];
+if (!layout) throw new Error(`BENCH_LAYOUT must be one of ${Object.keys(LAYOUTS).join(', ')}`);
+
+/** A debias method: the request options it sends, or the plain run corrected by a content-free prior. */
+const METHODS = {
+  plain: { options: { debias: 'off' } },
+  permute2: { options: { debias: 'permute', debias_passes: 2 } },
+  permute4: { options: { debias: 'permute', debias_passes: 4 } },
+  prior: { options: { debias: 'off' } },
+} as const;
+type Method = keyof typeof METHODS;
+/** A derived method: choice questions averaged over the plain run and the run with options reversed. */
+const ORIG_REV = 'orig+rev';
+type Reported = Method | typeof ORIG_REV;
+const methods = (process.env.BENCH_METHODS ?? 'plain,permute2,permute4,prior').split(',') as Method[];
+for (const m of methods) if (!(m in METHODS)) throw new Error(`unknown method ${m}; use ${Object.keys(METHODS).join(', ')}`);
+
+/** The state a content-free prior is read with: the same questions about nothing. */
+const CONTENT_FREE = 'N/A';
+
+function modelPaths(): { name: string; file: string }[] {
+  const names = (process.env.BENCH_MODELS ?? DEFAULT_MODEL.name).split(',').map((s) => s.trim()).filter(Boolean);
+  return names.map((n) => {
+    const entry = findEntry(n);
+    const file = entry ? path.join(root, 'models', entry.file) : path.resolve(n);
+    if (!fs.existsSync(file)) throw new Error(`${file} is missing: run \`arbitra models pull ${entry?.name ?? n}\` first`);
+    return { name: entry?.name ?? path.basename(n, '.gguf'), file };
+  });
+}
+
+interface Record_ {
+  model: string;
+  method: Reported;
+  case: string;
+  domain: string;
+  question: string;
+  kind: KindName;
+  /** Per option, as the method read it. */
+  p: number[];
+  truth: number;
+  /** The served score (the most probable level) for score questions. */
+  score: number | null;
+  labelMass: number;
+  /** For choice questions: whether the choice changed with the options listed in reverse. */
+  flipped: boolean | null;
+  answer: Answer;
+  rawTruth: boolean | string | number;
+}
+
+/** Per option, from an answer: noul [yes, no]; choice and score in the order of their keys. */
+function distribution(answer: Answer): number[] {
+  if (answer.type === 'noul') return [answer.noul, 1 - answer.noul];
+  if (answer.type === 'choice' || answer.type === 'score') return Object.values(answer.probabilities);
+  throw new Error(`no distribution in a ${answer.type} answer`);
+}
+
+function labelMassOf(answer: Answer): number {
+  return 'label_mass' in answer && typeof answer.label_mass === 'number' ? answer.label_mass : NaN;
+}
+
+async function decideCase(engine: LocalEngine, c: LabelledCase, options: object) {
+  const req = validateSystemOneRequest({ state: c.state, questions: c.questions, options });
+  const t0 = performance.now();
+  const d = await decide(req, engine, await engine.info(), { maxPromptTokens: 1 << 20, layout });
+  return { req, answers: d.answers, ms: performance.now() - t0 };
+}
+
+function choiceOf(answer: Answer): string | null {
+  return answer.type === 'choice' ? answer.choice : null;
+}
+
+const mean = (xs: number[]) => (xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length);
+
+async function runModel(model: { name: string; file: string }, cases: LabelledCase[]) {
+  // One engine per timed method, so every method meets each state with a cold prefix cache.
+  const engines = new Map<Method, LocalEngine>();
+  for (const m of methods) {
+    const timedAs: Method = m === 'prior' ? 'plain' : m;
+    if (!engines.has(timedAs)) engines.set(timedAs, await createLocalEngine(model.file, { threads, contextSize: 1024, maxSequences: 32 }));
+  }
+  const records: Record_[] = [];
+  const ms: Record<string, number[]> = {};
+  const priors = new Map<string, number[]>();
+  const t0 = performance.now();
+  for (const [i, c] of cases.entries()) {
+    const runs = new Map<Method, { run: Awaited<ReturnType<typeof decideCase>>; reversed: Awaited<ReturnType<typeof decideCase>> }>();
+    for (const method of methods) {
+      const engine = engines.get(method === 'prior' ? 'plain' : method)!;
+      // The prior corrects the plain run: the same answers when plain was run too.
+      const reuse = method === 'prior' ? runs.get('plain') : undefined;
+      const run = reuse?.run ?? (await decideCase(engine, c, METHODS[method].options));
+      const hasChoice = Object.values(c.questions).some((q) => q.type === 'choice');
+      const reversed = reuse?.reversed ?? (hasChoice ? await decideCase(engine, reversedChoices(c), METHODS[method].options) : run);
+      runs.set(method, { run, reversed });
+      let extraMs = 0;
+      if (method === 'prior') {
+        const key = JSON.stringify(c.questions);
+        if (!priors.has(key)) {
+          const cf = await decideCase(engine, { ...c, state: CONTENT_FREE }, METHODS.plain.options);
+          extraMs = cf.ms;
+          for (const spec of cf.req.questions) priors.set(`${key}\u0000${spec.name}`, distribution(cf.answers[spec.name]!));
+        }
+      }
+      (ms[method] ??= []).push(run.ms + extraMs);
+      if (method === 'plain') (ms[ORIG_REV] ??= []).push(run.ms + reversed.ms);
+      for (const spec of run.req.questions) {
+        const answer = run.answers[spec.name]!;
+        let p = distribution(answer);
+        if (method === 'prior') {
+          const prior = priors.get(`${JSON.stringify(c.questions)}\u0000${spec.name}`)!;
+          const corrected = p.map((x, j) => x / Math.max(prior[j]!, 1e-9));
+          const sum = corrected.reduce((a, b) => a + b, 0);
+          p = corrected.map((x) => x / sum);
+        }
+        const other = reversed.answers[spec.name]!;
+        records.push({
+          model: model.name,
+          method,
+          case: c.id,
+          domain: c.domain,
+          question: spec.name,
+          kind: spec.kind,
+          p,
+          truth: truthIndex(spec, c.truth[spec.name]!),
+          score: spec.kind === 'score' ? READOUTS.mode(p) : null,
+          labelMass: labelMassOf(answer),
+          flipped: spec.kind === 'choice' && method !== 'prior' ? choiceOf(answer) !== choiceOf(other) : null,
+          answer,
+          rawTruth: c.truth[spec.name]!,
+        });
+        if (method === 'plain' && answer.type === 'choice' && other.type === 'choice') {
+          const averaged = spec.kind === 'choice' ? spec.options.map((o, j) => (p[j]! + other.probabilities[o.label]!) / 2) : p;
+          records.push({ ...records.at(-1)!, method: ORIG_REV, p: averaged, flipped: false });
+        }
+      }
+    }
+    if ((i + 1) % 10 === 0 || i + 1 === cases.length) {
+      const elapsed = (performance.now() - t0) / 1000;
+      log(`${model.name}: ${i + 1}/${cases.length} cases, ${elapsed.toFixed(0)} s, about ${((elapsed / (i + 1)) * (cases.length - i - 1)).toFixed(0)} s left`);
+    }
+  }
+  for (const e of engines.values()) await e.close();
+  return { records, ms };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+/** The score a readout reports from a level distribution. */
+const READOUTS = {
+  expectation: (p: number[]) => p.reduce((acc, x, i) => acc + x * i, 0),
+  mode: (p: number[]) => p.indexOf(Math.max(...p)),
+  median: (p: number[]) => {
+    let acc = 0;
+    for (let i = 0; i < p.length; i++) if ((acc += p[i]!) >= 0.5) return i;
+    return p.length - 1;
+  },
+};
+
+function correct(r: Record_): boolean {
+  if (r.kind === 'score') return Math.abs(r.score! - r.truth) <= 0.5;
+  return r.p.indexOf(Math.max(...r.p)) === r.truth;
+}
+
+interface Row {
+  model: string;
+  method: Reported;
+  kind: KindName | 'all';
+  n: number;
+  accuracy: number;
+  brier: number;
+  ece: number;
+  eceCalibrated: number | null;
+  calibration: string;
+  flips: number | null;
+  labelMass: number;
+  msPerDecision: number | null;
+}
+
+function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
+  const rows: Row[] = [];
+  const groups = new Map<string, Record_[]>();
+  for (const r of records) {
+    for (const kind of [r.kind, 'all'] as const) {
+      const key = `${r.model}\u0000${r.method}\u0000${kind}`;
+      (groups.get(key) ?? groups.set(key, []).get(key)!).push(r);
+    }
+  }
+  for (const [key, rs] of groups) {
+    const [model, method, kind] = key.split('\u0000') as [string, Reported, KindName | 'all'];
+    const m = metrics(rs.map((r) => ({ p: r.p, truth: r.truth })));
+    let eceCalibrated: number | null = null;
+    let calibration = '';
+    if (kind !== 'all') {
+      const report = fitKind(kind, rs.map((r): Sample => ({ kind, p: r.p, truth: r.truth })));
+      eceCalibrated = report.fit ? report.after!.ece : report.before.ece;
+      calibration = report.fit ? (report.fit.method === 'temperature' ? `T=${report.fit.temperature.toFixed(2)}` : `platt a=${report.fit.a.toFixed(2)} b=${report.fit.b.toFixed(2)}`) : `none (${report.refused})`;
+    }
+    const flips = rs.filter((r) => r.flipped !== null);
+    rows.push({
+      model,
+      method,
+      kind,
+      n: rs.length,
+      accuracy: mean(rs.map((r) => (correct(r) ? 1 : 0))),
+      brier: m.brier,
+      ece: m.ece,
+      eceCalibrated,
+      calibration,
+      flips: flips.length > 0 ? mean(flips.map((r) => (r.flipped ? 1 : 0))) : null,
+      labelMass: mean(rs.map((r) => r.labelMass)),
+      msPerDecision: kind === 'all' ? median(ms[method] ?? []) : null,
+    });
+  }
+  return rows;
+}
+
+const f = (x: number | null, digits = 3) => (x === null || Number.isNaN(x) ? '–' : x.toFixed(digits));
+const pct = (x: number | null) => (x === null || Number.isNaN(x) ? '–' : `${(x * 100).toFixed(1)}%`);
+
+async function main(): Promise<void> {
+  const cases = loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl'))
+    .map((c) => (types ? { ...c, questions: Object.fromEntries(Object.entries(c.questions).filter(([, q]) => types.includes(String(q.type ?? 'noul')))) } : c))
+    .filter((c) => Object.keys(c.questions).length > 0)
+    .slice(0, limit);
+  const questions = cases.reduce((n, c) => n + Object.keys(c.questions).length, 0);
+  log(`${cases.length} cases, ${questions} questions; methods ${methods.join(', ')}; layout ${layoutName} (${LAYOUT_VERSION}); ${threads} threads`);
+  const started = new Date();
+  const all: Record_[] = [];
+  const timing: Record<string, Record<string, number[]>> = {};
+  for (const model of modelPaths()) {
+    const { records, ms } = await runModel(model, cases);
+    all.push(...records);
+    timing[model.name] = ms;
+  }
+  const rows = [...new Set(all.map((r) => r.model))].flatMap((m) => summarise(all.filter((r) => r.model === m), timing[m]!));
+  const order = (r: Row) => `${r.model}\u0000${[...methods, ORIG_REV].indexOf(r.method)}\u0000${['all', 'noul', 'choice', 'score'].indexOf(r.kind)}`;
+  rows.sort((a, b) => order(a).localeCompare(order(b)));
+
+  const scoreReadouts = [...new Set(all.map((r) => `${r.model}\u0000${r.method}`))].map((key) => {
+    const [model, method] = key.split('\u0000');
+    const rs = all.filter((r) => r.model === model && r.method === method && r.kind === 'score');
+    const hits = (read: (p: number[]) => number) => mean(rs.map((r) => (Math.abs(read(r.p) - r.truth) <= 0.5 ? 1 : 0)));
+    return { model, method, expectation: hits(READOUTS.expectation), mode: hits(READOUTS.mode), median: hits(READOUTS.median) };
+  });
+
+  const outDir = path.join(root, 'bench', 'out');
+  fs.mkdirSync(outDir, { recursive: true });
+  const suffix = layoutName === 'served' ? '' : `-${layoutName}`;
+  fs.writeFileSync(path.join(outDir, `quality${suffix}.json`), JSON.stringify({ date: started.toISOString(), layout: layoutName, layoutVersion: LAYOUT_VERSION, methods, rows, scoreReadouts, records: all.map(({ answer: _a, ...r }) => r) }, null, 1) + '\n');
+  fs.writeFileSync(
+    path.join(outDir, `quality-samples${suffix}.jsonl`),
+    all.filter((r) => r.method !== 'prior').map((r) => JSON.stringify({ model: r.model, method: r.method, case: r.case, question: r.question, answer: r.answer, truth: r.rawTruth })).join('\n') + '\n',
+  );
+
+  const table = [
+    '| model | method | type | n | accuracy | Brier | ECE | ECE calibrated (5-fold held out) | fitted map | order flips | label mass | ms / decision |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${f(r.brier)} | ${f(r.ece)} | ${f(r.eceCalibrated)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${f(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`),
+  ];
+  for (const line of table) process.stdout.write(`${line}\n`);
+  const readoutTable = [
+    '| model | method | expectation | mode | median |',
+    '|---|---|---|---|---|',
+    ...scoreReadouts.map((s) => `| ${s.model} | ${s.method} | ${pct(s.expectation)} | ${pct(s.mode)} | ${pct(s.median)} |`),
+  ];
+  for (const line of readoutTable) process.stdout.write(`${line}\n`);
+
+  if (layoutName !== 'served' || limit !== Infinity || types) {
+    log('not written to RESULTS.md: only full runs of the served layout are');
+    return;
+  }
+  const modelsLine = [...new Set(all.map((r) => r.model))]
+    .map((name) => {
+      const e = CATALOGUE.find((c) => c.name === name);
+      return e ? `${name} (${e.upstream})` : name;
+    })
+    .join('; ');
+  replaceSection(
+    path.join(root, 'bench', 'RESULTS.md'),
+    'Quality (`npm run bench:quality`)',
+    [
+      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`BENCH_MODELS=${[...new Set(all.map((r) => r.model))].join(',')} npm run bench:quality\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}.`,
+      `Set: bench/quality/cases.jsonl, ${cases.length} cases, ${questions} questions. Models: ${modelsLine}.`,
+      '',
+      ...table,
+      '',
+      'Score readouts: share of score questions within 0.5 of the true level, by how the score is read from the same distribution.',
+      '',
+      ...readoutTable,
+      '',
+      '- accuracy: the answer given is the truth (noul: P(yes) > 0.5; choice: the most probable label; score: |score − truth| ≤ 0.5 with the served score, the most probable level).',
+      '- Brier: mean Σᵢ (pᵢ − yᵢ)² over the options (for yes/no that is twice the binary Brier score). ECE: top answer\'s probability against its hit rate, 10 equal-width bins.',
+      '- ECE calibrated: each question judged by a calibration fitted on the other four fifths (src/decision/calibration.ts, what `arbitra calibrate` fits); "none" when no fit beat the raw probabilities.',
+      '- order flips: choice questions whose answer changes when the options are listed in reverse order (same method both times).',
+      '- orig+rev (choice only): the plain run averaged with the run whose options are listed in reverse; order flips are 0 by construction. Its ms is the plain decision plus the reversed one with the state already cached.',
+      '- prior: the plain run divided by the same questions\' distribution about a content-free state ("N/A"), renormalised.',
+      '- ms / decision: median wall time of one request (all of a case\'s questions) with a cold prefix cache.',
+      '',
+      'Raw figures: bench/out/quality.json; per-question answers with their truths: bench/out/quality-samples.jsonl.',
+    ].join('\n'),
+  );
+  log('bench/RESULTS.md updated');
+}
+
+await main();
