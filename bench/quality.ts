@@ -20,6 +20,7 @@ import { fitKind, metrics, type Sample } from '../src/decision/calibration.js';
 import { decide } from '../src/decision/decide.js';
 import type { KindName, QuestionSpec } from '../src/decision/kinds/index.js';
 import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/prompt.js';
+import { argmax } from '../src/decision/readout.js';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
 import { CATALOGUE, DEFAULT_MODEL, findEntry } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
@@ -191,7 +192,7 @@ function median(xs: number[]): number {
 /** The score a readout reports from a level distribution. */
 const READOUTS = {
   expectation: (p: number[]) => p.reduce((acc, x, i) => acc + x * i, 0),
-  mode: (p: number[]) => p.indexOf(Math.max(...p)),
+  mode: argmax,
   median: (p: number[]) => {
     let acc = 0;
     for (let i = 0; i < p.length; i++) if ((acc += p[i]!) >= 0.5) return i;
@@ -201,7 +202,7 @@ const READOUTS = {
 
 function correct(r: Record_): boolean {
   if (r.kind === 'score') return Math.abs(r.score! - r.truth) <= 0.5;
-  return r.p.indexOf(Math.max(...r.p)) === r.truth;
+  return argmax(r.p) === r.truth;
 }
 
 interface Row {

@@ -14,7 +14,6 @@ import type { KindName } from '../decision/kinds/index.js';
 import { LAYOUT_VERSION } from '../decision/prompt.js';
 import { modelChecksum } from '../models/checksum.js';
 import type { Store } from '../store/index.js';
-import type { RetainedRecord } from '../store/types.js';
 
 export class CalibrateError extends Error {}
 
@@ -88,7 +87,7 @@ export function samplesFromStore(store: Store, modelSha256: string): { samples: 
   const samples: Sample[] = [];
   let skipped = 0;
   for (const trace of store.traces.all()) {
-    const record = store.retention.getSync(trace.key_id, trace.request_id) as RetainedRecord | null;
+    const record = store.retention.getSync(trace.key_id, trace.request_id);
     const decision = record?.decision;
     const answers = (record?.response as { answers?: Record<string, Record<string, unknown>> } | undefined)?.answers;
     const read = decision?.questions[trace.question];

@@ -9,6 +9,7 @@
 // probabilities alone.
 import type { ConfidenceBand } from '../api/schemas/common.js';
 import type { KindName } from './kinds/index.js';
+import { argmax } from './readout.js';
 
 /** One labelled decision: the probabilities the model gave (per option) and the true option. */
 export interface Sample {
@@ -92,14 +93,6 @@ export function calibrationFrom(record: CalibrationRecord): Calibration {
       return fit ? applyFit(fit, p) : null;
     },
   };
-}
-
-function argmax(p: number[]): number {
-  let best = 0;
-  p.forEach((x, i) => {
-    if (x > p[best]!) best = i;
-  });
-  return best;
 }
 
 export function metrics(samples: { p: number[]; truth: number }[]): Metrics {

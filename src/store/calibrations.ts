@@ -16,20 +16,17 @@ export interface CalibrationStore {
   add<T extends CalibrationRecord>(record: Omit<T, 'version'>): Promise<T>;
   /** The newest calibration for this model and layout; null when none was fitted. */
   latest<T extends CalibrationRecord>(modelSha256: string, layout: string): T | null;
-  list<T extends CalibrationRecord>(modelSha256: string, layout: string): T[];
 }
 
 export function createCalibrationStore(env: StoreEnv): CalibrationStore {
   const { calibrations } = env.dbs;
-  const range = (sha: string, layout: string, reverse: boolean, limit?: number) =>
-    [...calibrations.getRange({ start: reverse ? [sha, layout, Infinity] : [sha, layout, 0], end: reverse ? [sha, layout, 0] : [sha, layout, Infinity], reverse, limit })].map(
-      (e) => e.value as CalibrationRecord,
-    );
+  /** The newest entry under [sha, layout, n]: its key carries n. */
+  const newest = (sha: string, layout: string) => [...calibrations.getRange({ start: [sha, layout, Infinity], end: [sha, layout, 0], reverse: true, limit: 1 })][0];
   return {
     async add<T extends CalibrationRecord>(record: Omit<T, 'version'>) {
       const stored = env.root.transactionSync(() => {
-        const newest = range(record.model_sha256, record.layout, true, 1)[0];
-        const n = newest ? Number(newest.version.split('.').at(-1)) + 1 : 1;
+        const last = newest(record.model_sha256, record.layout);
+        const n = last ? (last.key as [string, string, number])[2] + 1 : 1;
         // The version names the layout and the model it belongs to, and counts up.
         const full = { ...record, version: `${record.layout}.${record.model_sha256.slice(0, 8)}.${n}` };
         calibrations.putSync([record.model_sha256, record.layout, n], full);
@@ -38,7 +35,6 @@ export function createCalibrationStore(env: StoreEnv): CalibrationStore {
       await env.flushed();
       return stored;
     },
-    latest: <T extends CalibrationRecord>(sha: string, layout: string) => (range(sha, layout, true, 1)[0] as T | undefined) ?? null,
-    list: <T extends CalibrationRecord>(sha: string, layout: string) => range(sha, layout, false) as T[],
+    latest: <T extends CalibrationRecord>(sha: string, layout: string) => (newest(sha, layout)?.value as T | undefined) ?? null,
   };
 }

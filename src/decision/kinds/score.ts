@@ -7,7 +7,7 @@
 import type { ScoreAnswer } from '../../api/schemas/systemone.js';
 import type { Entry } from '../../api/schemas/common.js';
 import { questionBody } from '../prompt.js';
-import { keyed } from '../readout.js';
+import { argmax, keyed } from '../readout.js';
 import { countError, renderEntry, splitListing } from './criteria.js';
 import type { QuestionKind, RenderContext } from './kind.js';
 
@@ -33,18 +33,13 @@ function levels(criteria: unknown): string[] {
   });
 }
 
-/** The most probable level; the lower of equals. */
-export function modeLevel(p: number[]): number {
-  return p.indexOf(Math.max(...p));
-}
-
 /**
  * The reference confidence: 1 minus the expected distance from the most probable level, relative
  * to that of a uniform distribution around the middle, U(N) = Σ|i − (N−1)/2| / N; floored at 0.
  */
 export function scoreConfidence(p: number[]): number {
   const n = p.length;
-  const mode = modeLevel(p);
+  const mode = argmax(p);
   const spread = p.reduce((acc, x, i) => acc + x * Math.abs(i - mode), 0);
   const uniform = p.reduce((acc, _, i) => acc + Math.abs(i - (n - 1) / 2), 0) / n;
   return Math.min(1, Math.max(0, 1 - spread / uniform));
@@ -85,7 +80,7 @@ export const score: QuestionKind<ScoreSpec, ScoreAnswer> = {
     const keys = spec.levels.map((_, i) => String(i));
     return {
       type: 'score',
-      score: modeLevel(r.p),
+      score: argmax(r.p),
       legend: Object.fromEntries(spec.levels.map((d, i) => [String(i), d])),
       probabilities: keyed(keys, r.p),
       confidence: scoreConfidence(r.p),
