@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { EngineOptions } from './engine/types.js';
 import type { HttpImplementation } from './http/types.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
-import { loadLimitsConfig, readBool, type LimitsConfig } from './limits/config.js';
+import { limitsPreset, loadLimitsConfig, readBool, LIMITS_DEFAULTS, LIMITS_PRESETS, type LimitsConfig } from './limits/config.js';
 import { DEFAULT_MODEL, findEntry, type CatalogueEntry } from './models/catalogue.js';
 import { packageRoot } from './paths.js';
 import type { StoreOptions } from './store/index.js';
@@ -65,6 +65,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
+  { flag: '--limits', env: 'ARBITRA_LIMITS', help: `limits preset: ${Object.keys(LIMITS_PRESETS).join(' or ')}; each limit variable overrides it (default ${LIMITS_DEFAULTS.preset})` },
 ];
 
 /** Variables without a flag (secrets stay out of the process list). */
@@ -138,7 +139,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   let calibration: boolean;
   let selfTest: boolean;
   try {
-    limits = loadLimitsConfig(env);
+    const preset = raw('--limits');
+    limits = loadLimitsConfig(env, preset && limitsPreset(preset.value, preset.source));
     calibration = readBool(env, 'ARBITRA_CALIBRATION', false);
     selfTest = readBool(env, 'ARBITRA_SELF_TEST', true);
   } catch (err) {

@@ -50,7 +50,10 @@ export const AccountSummaryResponse = Type.Object({
   plan: Type.String({ default: 'Free' }),
   month: Type.String({ description: 'The current UTC month, YYYY-MM.' }),
   total_requests: Type.Integer({ description: 'Decisions admitted for this user in the month, over all keys.' }),
-  monthly_cap: Type.Integer(),
+  monthly_cap: Type.Integer({
+    minimum: 0,
+    description: 'Decisions a user may make per UTC month (ARBITRA_MONTHLY_CAP); 0 means no cap, the self-hosted default.',
+  }),
   keys: Type.Array(ApiKeyListItem),
   balance_eur: Type.Optional(Type.String({ description: 'Present when billing is on; six decimals.' })),
 });

@@ -1,15 +1,17 @@
-// Limits, billing and lifetimes, read once from ARBITRA_* environment variables.
+// Limits, billing and lifetimes, read once from ARBITRA_* environment variables on top of a preset.
 // Every value has a documented default; an invalid value throws with a one-line message so the
 // CLI can print it and exit non-zero instead of starting with a limit nobody asked for.
 
 export interface LimitsConfig {
-  /** Per-key decision requests per second (ARBITRA_RATE_LIMIT_RPS, default 10). */
+  /** The preset the four per-key and per-user limits below started from (--limits / ARBITRA_LIMITS). */
+  preset: LimitsPreset;
+  /** Per-key decision requests per second (ARBITRA_RATE_LIMIT_RPS). */
   requestsPerSecond: number;
-  /** Per-key decision requests in flight at once (ARBITRA_MAX_IN_FLIGHT, default 4). */
+  /** Per-key decision requests in flight at once (ARBITRA_MAX_IN_FLIGHT). */
   maxInFlight: number;
-  /** Free decisions per user per UTC day (ARBITRA_FREE_DAILY_DECISIONS, default 1000). */
+  /** Free decisions per user per UTC day (ARBITRA_FREE_DAILY_DECISIONS); 0 means no allowance is enforced. */
   freeDailyDecisions: number;
-  /** Decisions per user per UTC month (ARBITRA_MONTHLY_CAP, default 20000). */
+  /** Decisions per user per UTC month (ARBITRA_MONTHLY_CAP); 0 means no cap. */
   monthlyCap: number;
   /** Billing mode (ARBITRA_BILLING: on/off, true/false, 1/0; default off). */
   billing: boolean;
@@ -35,11 +37,35 @@ export interface LimitsConfig {
   idempotencyMax: number;
 }
 
+type PresetLimits = Pick<LimitsConfig, 'requestsPerSecond' | 'maxInFlight' | 'freeDailyDecisions' | 'monthlyCap'>;
+
+/** What each preset sets; every value still yields to its own ARBITRA_* variable. */
+export const LIMITS_PRESETS = {
+  // One operator serving their own applications: nothing caps a user, and the per-key limits only
+  // stop a runaway client. The engine gives request prefixes at most half its sequences (16 requests
+  // with the default 32) and queues the rest, so 32 in flight lets one key keep it full with a batch
+  // waiting; beyond that a client only lengthens the queue until every caller times out.
+  // With 32 in flight a key reaches 200 requests/s only when decisions take under 160 ms.
+  'self-hosted': { requestsPerSecond: 200, maxInFlight: 32, freeDailyDecisions: 0, monthlyCap: 0 },
+  // A server shared by people who do not run it: a free allowance and a cap per user, and per-key
+  // limits tight enough that one user's client cannot crowd out the others.
+  hosted: { requestsPerSecond: 10, maxInFlight: 4, freeDailyDecisions: 1000, monthlyCap: 20000 },
+} as const satisfies Record<string, PresetLimits>;
+
+export type LimitsPreset = keyof typeof LIMITS_PRESETS;
+
+const PRESET_NAMES = Object.keys(LIMITS_PRESETS) as LimitsPreset[];
+
+/** The preset a --limits or ARBITRA_LIMITS value names; `source` is which of them, for the error. */
+export function limitsPreset(value: string, source: string): LimitsPreset {
+  const name = value.trim();
+  if ((PRESET_NAMES as string[]).includes(name)) return name as LimitsPreset;
+  throw new Error(`${source} must be one of ${PRESET_NAMES.join(', ')}, got ${JSON.stringify(value)}`);
+}
+
 export const LIMITS_DEFAULTS: Readonly<LimitsConfig> = Object.freeze({
-  requestsPerSecond: 10,
-  maxInFlight: 4,
-  freeDailyDecisions: 1000,
-  monthlyCap: 20000,
+  preset: 'self-hosted',
+  ...LIMITS_PRESETS['self-hosted'],
   billing: false,
   pricePer1kInputTokensEur: 0.002,
   startingBalanceEur: 0,
@@ -98,11 +124,13 @@ function readUrl(env: NodeJS.ProcessEnv, name: string, fallback: string): string
   throw new Error(`${name} must be an http(s) URL or a path starting with /, got ${JSON.stringify(raw)}`);
 }
 
-export function loadLimitsConfig(env: NodeJS.ProcessEnv): LimitsConfig {
-  const d = LIMITS_DEFAULTS;
+export function loadLimitsConfig(env: NodeJS.ProcessEnv, preset: LimitsPreset = LIMITS_DEFAULTS.preset): LimitsConfig {
+  const d = { ...LIMITS_DEFAULTS, ...LIMITS_PRESETS[preset] };
   return {
+    preset,
     requestsPerSecond: readInt(env, 'ARBITRA_RATE_LIMIT_RPS', d.requestsPerSecond, 1),
     maxInFlight: readInt(env, 'ARBITRA_MAX_IN_FLIGHT', d.maxInFlight, 1),
+    // 0 turns these two off (the counters still count); the per-key limits above cannot be turned off.
     freeDailyDecisions: readInt(env, 'ARBITRA_FREE_DAILY_DECISIONS', d.freeDailyDecisions, 0),
     monthlyCap: readInt(env, 'ARBITRA_MONTHLY_CAP', d.monthlyCap, 0),
     billing: readBool(env, 'ARBITRA_BILLING', d.billing),

@@ -8,7 +8,9 @@ import { randomBase62 } from './secret.js';
 export interface AdmitLimits {
   requestsPerSecond: number;
   maxInFlight: number;
+  /** 0: no daily allowance is enforced. */
   freeDailyDecisions: number;
+  /** 0: no monthly cap. */
   monthlyCap: number;
   billing: boolean;
   startingBalanceEur: number;
@@ -114,7 +116,7 @@ export function createCounterStore(env: StoreEnv): CounterStore {
           return reject({ ok: false, reason: 'per_second', retryAfterSeconds: 1 });
         }
         const monthCount = (user_month.get([key.user_id, month]) as number | undefined) ?? 0;
-        if (monthCount >= limits.monthlyCap) {
+        if (limits.monthlyCap > 0 && monthCount >= limits.monthlyCap) {
           return reject({
             ok: false,
             reason: 'monthly_cap',
@@ -129,7 +131,7 @@ export function createCounterStore(env: StoreEnv): CounterStore {
             // A 402 is not a rate limit, so it is not counted in rate_limited.
             return { ok: false, reason: 'balance', balanceEur: (balance / MICRO).toFixed(6) };
           }
-        } else if (dayCount >= limits.freeDailyDecisions) {
+        } else if (limits.freeDailyDecisions > 0 && dayCount >= limits.freeDailyDecisions) {
           return reject({
             ok: false,
             reason: 'daily_quota',

@@ -2,6 +2,8 @@ import t from 'tap';
 import { startHarness, TOKEN } from './helpers.js';
 import { createGate } from '../../src/limits/gate.js';
 import { utcDay } from '../../src/store/clock.js';
+import { generateOpenApi } from '../../src/api/openapi.js';
+import { consoleRoutes } from '../../src/console/routes.js';
 
 t.test('console auth: 503 when unconfigured, 401 on missing/wrong token or an API key, 422 on bad email', async (t) => {
   const closed = await startHarness(t.testdir(), {}, null);
@@ -94,6 +96,24 @@ t.test('key lifecycle over HTTP: sync, create, list, account, usage, revoke', as
   t.equal(await h.store.keys.verify(created.json.key), null, 'revoked at once');
   const retention = await h.call('DELETE', '/v1/retention/whatever', { headers: { authorization: `Bearer ${created.json.key}` } });
   t.equal(retention.status, 401, 'the revoked key is refused by API routes');
+});
+
+t.test('default limits: the account reports monthly_cap 0, which the OpenAPI document says means no cap', async (t) => {
+  const h = await startHarness(t.testdir());
+  t.teardown(() => h.close());
+  const { record } = await h.store.keys.create('solo@x.io');
+  const gate = createGate(h.store, h.limits);
+  for (let i = 0; i < 3; i++) (await gate.admit(record)).release();
+  const account = await h.call('GET', '/v1/console/account', { headers: h.console('solo@x.io') });
+  t.equal(account.status, 200);
+  t.match(account.json, { monthly_cap: 0, total_requests: 3, keys: [{ id: record.id, month_requests: 3 }] });
+  t.notOk('balance_eur' in account.json, 'no billing by default');
+
+  const doc = generateOpenApi(consoleRoutes({ store: h.store, limits: h.limits, consoleToken: TOKEN })) as any;
+  const summary = doc.paths['/v1/console/account'].get.responses['200'].content['application/json'].schema;
+  t.ok(summary.required.includes('monthly_cap'), 'monthly_cap is required');
+  t.equal(summary.properties.monthly_cap.type, 'integer');
+  t.match(summary.properties.monthly_cap.description, /0 means no cap/);
 });
 
 t.test('verification tokens: issue, use once, wrong user, used, expired', async (t) => {

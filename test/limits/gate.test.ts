@@ -142,6 +142,33 @@ t.test('monthly cap is enforced with quota_exceeded naming the cap', async (t) =
   t.ok((err.retryAfterSeconds ?? 0) > 0);
 });
 
+t.test('the self-hosted defaults cap no one: 1,001 decisions in a day pass and are all counted', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { record } = await store.keys.create('self@x.io');
+  const limits = loadLimitsConfig({});
+  // Noon UTC, 10 ms apart: one day, 100 a second, under the default per-second limit.
+  const noon = Date.UTC(2026, 0, 15, 12);
+  let refused: unknown = null;
+  for (let i = 0; i < 1001 && refused === null; i++) {
+    const r = store.counters.admit(record, limits, noon + i * 10);
+    if (r.ok) store.counters.release(record.id, r.slotId);
+    else refused = r;
+  }
+  t.equal(refused, null, 'no call refused, past the hosted allowance of 1000');
+  t.equal(store.counters.userMonthRequests(record.user_id, '2026-01'), 1001, 'the month counts every call');
+  t.same(store.counters.usageRows([record.id]), [{ key_id: record.id, day: '2026-01-15', requests: 1001, rate_limited: 0 }]);
+});
+
+t.test('0 turns the daily allowance and the monthly cap off, even over the hosted preset', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { record } = await store.keys.create('zero@x.io');
+  const gate = createGate(store, loadLimitsConfig({ ARBITRA_FREE_DAILY_DECISIONS: '0', ARBITRA_MONTHLY_CAP: '0' }, 'hosted'));
+  for (let i = 0; i < 3; i++) t.equal(await codeOf(gate.admit(record).then((a) => a.release())), null, `call ${i + 1} admitted`);
+  t.equal(store.counters.userMonthRequests(record.user_id, utcDay(Date.now()).slice(0, 7)), 3);
+});
+
 t.test('billing: 402 with topup/payg urls when the balance cannot cover; meter charges', async (t) => {
   const store = await openStore(t.testdir());
   t.teardown(() => store.close());
