@@ -4,6 +4,7 @@
 import cluster from 'node:cluster';
 import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, modelFor, parseFlags } from '../config.js';
 import { StartupError, checkDataDir } from '../cluster/preflight.js';
+import { limitsLine } from '../limits/summary.js';
 import path from 'node:path';
 import { isValidEmail } from '../api/auth.js';
 import { openStore, type Store } from '../store/index.js';
@@ -60,6 +61,7 @@ async function serve(argv: string[]): Promise<void> {
     config.workers === 0
       ? await (await import('../cluster/single.js')).runSingle(config, log)
       : await (await import('../cluster/primary.js')).runPrimary(config, log);
+  log(limitsLine(config.limits));
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
