@@ -11,6 +11,8 @@ export interface ValidationErrorItem {
 }
 
 export const ERROR_CODES = {
+  /** A request that cannot be read at all, e.g. a body whose Content-Encoding does not decode. */
+  bad_request: 400,
   authentication_error: 401,
   payment_required: 402,
   forbidden: 403,

@@ -2,6 +2,7 @@
 // document cannot drift from what is validated. Error responses come from the one error catalogue.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ERROR_CODES } from './errors.js';
+import { ACCEPTED_CODINGS } from '../http/content-encoding.js';
 import { API_VERSION } from './render.js';
 import type { Route } from '../http/types.js';
 
@@ -75,6 +76,9 @@ export function generateOpenApi(routes: readonly Route[], info: { title?: string
             },
           }
         : {}),
+      ...(status === 415
+        ? { headers: { 'Accept-Encoding': { schema: { type: 'string' }, description: 'the request content codings taken' } } }
+        : {}),
     };
   };
 
@@ -89,7 +93,9 @@ export function generateOpenApi(routes: readonly Route[], info: { title?: string
       },
     };
     const statuses = new Set<number>(ERROR_STATUSES_BY_AUTH[auth]);
-    if (route.schemas?.body) {
+    if (route.schemas?.body || route.bodyTypes) {
+      // 400 is a body whose Content-Encoding does not decode.
+      statuses.add(400);
       statuses.add(413);
       statuses.add(415);
     }
@@ -129,7 +135,11 @@ export function generateOpenApi(routes: readonly Route[], info: { title?: string
     info: {
       title: info.title ?? 'Arbitra',
       version: info.version ?? API_VERSION,
-      description: 'Self-hosted typed decision API. Every response carries x-arbitra-api-version and x-request-id.',
+      description:
+        'Self-hosted typed decision API. Every response carries x-arbitra-api-version and x-request-id. ' +
+        `Request bodies may be compressed: Content-Encoding ${ACCEPTED_CODINGS.join(', ')} or identity, or a comma-separated list of them in the order applied. ` +
+        'The body limit applies to the bytes sent and to the decoded body (413); data that does not decode is a 400; ' +
+        'any other coding is a 415 whose Accept-Encoding header lists those taken.',
     },
     paths,
     components: {

@@ -1,15 +1,19 @@
-// The transport-independent part of serving a request: ids, the body gate (413/415), routing,
-// rendering and metrics. Both adapters drive this, so both behave identically.
+// The transport-independent part of serving a request: ids, the body gate (413/415), undoing the
+// body's Content-Encoding, routing, rendering and metrics. Both adapters drive this, so both
+// behave identically.
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ApiError } from '../api/errors.js';
 import { renderError, renderResponse, type ErrorLogger } from '../api/render.js';
 import type { HttpMetrics } from '../metrics/http.js';
+import { bodyTypeOf, describeBodyTypes, type BodyType } from './body-types.js';
+import { ACCEPTED_CODINGS, BodyDecodingError, MAX_CODINGS, decodeBody, parseContentEncoding } from './content-encoding.js';
 import { createRouter } from './router.js';
 import type { HttpApp, HttpRequest, Route, WireResponse } from './types.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const DEFAULT_BODY_TYPES: readonly BodyType[] = ['json'];
 
 export interface HttpAppOptions {
   routes: Route[];
@@ -32,11 +36,36 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     return m.kind === 'found' ? (m.route.name ?? m.route.path) : 'unmatched';
   }
 
-  function reject(req: HttpRequest, err: ApiError): WireResponse {
+  function renderFailure(req: HttpRequest, err: unknown): WireResponse {
     const wire = renderError(req, err, opts.log);
+    // RFC 7694: a 415 names the request codings we take, whichever part of the body it refused.
+    if (wire.status === 415) wire.headers['accept-encoding'] = ACCEPTED_CODINGS.join(', ');
+    return wire;
+  }
+
+  function reject(req: HttpRequest, err: ApiError): WireResponse {
+    const wire = renderFailure(req, err);
     // The rest of the body is never read, so the connection cannot be reused.
     wire.headers.connection = 'close';
     return finish(req, label(req), wire);
+  }
+
+  function bodyTypesOf(req: HttpRequest): readonly BodyType[] {
+    const m = router.match(req.method, req.path);
+    return (m.kind === 'found' ? m.route.bodyTypes : undefined) ?? DEFAULT_BODY_TYPES;
+  }
+
+  /** Replaces an encoded body by the decoded one, within the same limit as the wire bytes. */
+  async function decodeRequestBody(req: HttpRequest): Promise<void> {
+    if (req.body.length === 0 || !BODY_METHODS.has(req.method)) return;
+    const encoding = parseContentEncoding(req.headers['content-encoding']);
+    if (!encoding.ok) throw encodingError(encoding);
+    if (encoding.codings.length === 0) return;
+    req.body = await decodeBody(req.body, encoding.codings, maxBodyBytes).catch((err: unknown) => {
+      throw err instanceof BodyDecodingError ? decodingError(err, maxBodyBytes) : err;
+    });
+    // Handlers see the decoded bytes; a header still naming the codings would invite decoding twice.
+    delete req.headers['content-encoding'];
   }
 
   return {
@@ -62,15 +91,16 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
       const length = declared === undefined ? undefined : Number(declared);
       if (length !== undefined && length > maxBodyBytes) return reject(req, tooLargeError(maxBodyBytes));
       const hasBody = (length !== undefined && length > 0) || req.headers['transfer-encoding'] !== undefined;
-      if (hasBody && BODY_METHODS.has(req.method) && !isJson(req.headers['content-type'])) {
-        return reject(
-          req,
-          new ApiError('unsupported_media_type', 'Request bodies must be JSON sent with Content-Type: application/json.', {
-            content_type: req.headers['content-type'] ?? null,
-          }),
-        );
+      if (!hasBody || !BODY_METHODS.has(req.method)) return null;
+      const contentType = req.headers['content-type'];
+      const accepted = bodyTypesOf(req);
+      const type = bodyTypeOf(contentType);
+      if (type === null || !accepted.includes(type)) {
+        const message = `Request bodies of ${req.method} ${req.path} must be sent with Content-Type: ${describeBodyTypes(accepted)}.`;
+        return reject(req, new ApiError('unsupported_media_type', message, { content_type: contentType ?? null }));
       }
-      return null;
+      const encoding = parseContentEncoding(req.headers['content-encoding']);
+      return encoding.ok ? null : reject(req, encodingError(encoding));
     },
 
     tooLarge(req) {
@@ -80,12 +110,13 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     async handle(req) {
       let routeLabel = 'unmatched';
       try {
+        await decodeRequestBody(req);
         const { route, response } = await router.dispatch(req);
         if (route) routeLabel = route.name ?? route.path;
         return finish(req, routeLabel, renderResponse(req, response));
       } catch (err) {
         if (routeLabel === 'unmatched') routeLabel = label(req);
-        return finish(req, routeLabel, renderError(req, err, opts.log));
+        return finish(req, routeLabel, renderFailure(req, err));
       }
     },
   };
@@ -95,7 +126,24 @@ function tooLargeError(limit: number): ApiError {
   return new ApiError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`, { max_body_bytes: limit });
 }
 
-function isJson(contentType: string | undefined): boolean {
-  if (!contentType) return false;
-  return contentType.split(';')[0]!.trim().toLowerCase() === 'application/json';
+function decodingError(err: BodyDecodingError, limit: number): ApiError {
+  if (err.reason === 'too_large') {
+    return new ApiError('payload_too_large', `The decoded request body exceeds the limit of ${limit} bytes.`, {
+      max_body_bytes: limit,
+      content_encoding: err.coding,
+    });
+  }
+  return new ApiError('bad_request', `The request body is not valid ${err.coding} data (${err.message}).`, { content_encoding: err.coding });
+}
+
+function encodingError(encoding: { unsupported: string } | { tooMany: number }): ApiError {
+  const accepted = ACCEPTED_CODINGS.join(', ');
+  if ('tooMany' in encoding) {
+    return new ApiError('unsupported_media_type', `A request body may carry at most ${MAX_CODINGS} content codings; this one names ${encoding.tooMany}.`, {
+      content_encoding_count: encoding.tooMany,
+    });
+  }
+  return new ApiError('unsupported_media_type', `The content coding "${encoding.unsupported}" is not supported; use ${accepted} or identity.`, {
+    content_encoding: encoding.unsupported,
+  });
 }

@@ -48,6 +48,8 @@ export interface Route {
   errorStatuses?: number[];
   /** OpenAPI tag grouping the route; defaults to the first path segment after /v1. */
   tag?: string;
+  /** Request bodies the route takes (Content-Type); defaults to JSON only. */
+  bodyTypes?: readonly ('json' | 'multipart')[];
 }
 
 /** A response ready for the wire: status, every header, and the encoded body. */
