@@ -25,6 +25,7 @@ export function truthIndex(spec: QuestionSpec, truth: Truth): number {
     if (i < 0) throw new Error(`${spec.name}: truth ${JSON.stringify(truth)} is not one of the labels`);
     return i;
   }
+  if (spec.kind === 'box') throw new Error(`${spec.name}: box questions are not part of the labelled set`);
   if (typeof truth !== 'number' || !Number.isInteger(truth) || truth < 0 || truth >= spec.levels.length) {
     throw new Error(`${spec.name}: a score truth must be a level from 0 to ${spec.levels.length - 1}`);
   }

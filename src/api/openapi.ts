@@ -122,9 +122,7 @@ export function generateOpenApi(routes: readonly Route[], info: { title?: string
       summary: route.summary,
       tags: [route.tag ?? tagOf(route.path)],
       ...(parameters.length ? { parameters } : {}),
-      ...(route.schemas?.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: toJson(route.schemas.body, components) } } } }
-        : {}),
+      ...(route.schemas?.body ? { requestBody: requestBody(route, toJson(route.schemas.body, components)) } : {}),
       responses,
       ...(auth === 'api_key' ? { security: [{ bearerAuth: [] }] } : auth === 'console' ? { security: [{ consoleToken: [] }] } : {}),
     };
@@ -160,4 +158,24 @@ function tagOf(path: string): string {
 function operationId(route: Route): string {
   const words = route.path.replace(/[{}]/g, '').split(/[^A-Za-z0-9]+/).filter(Boolean);
   return [route.method.toLowerCase(), ...words].join('_');
+}
+
+/**
+ * JSON, and on routes that take it the multipart form the third party's clients send with images:
+ * the JSON request in a part named "request", each image in the part an asset names.
+ */
+function requestBody(route: Route, schema: Json): Json {
+  const content: Json = { 'application/json': { schema } };
+  if (route.bodyTypes?.includes('multipart')) {
+    content['multipart/form-data'] = {
+      schema: {
+        type: 'object',
+        required: ['request'],
+        properties: { request: schema },
+        additionalProperties: { type: 'string', contentMediaType: 'application/octet-stream', description: 'an image part, claimed by the asset whose "part" names it' },
+      },
+      encoding: { request: { contentType: 'application/json' } },
+    };
+  }
+  return { required: true, content };
 }

@@ -19,7 +19,12 @@ type Loc = (string | number)[];
  * position of the fault; an empty body is `missing` unless `optional` (then undefined).
  */
 export function parseJsonBody(req: HttpRequest, opts: { optional?: boolean } = {}): unknown {
-  const text = req.body.toString('utf8');
+  return parseJson(req.body, opts);
+}
+
+/** JSON bytes → value, or the 422 FastAPI would give (missing when empty, json_invalid with a position). */
+export function parseJson(bytes: Buffer, opts: { optional?: boolean } = {}): unknown {
+  const text = bytes.toString('utf8');
   if (text.trim() === '') {
     if (opts.optional) return undefined;
     throw new ValidationFailure([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);

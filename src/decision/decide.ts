@@ -5,7 +5,7 @@ import { valueError } from '../api/validation.js';
 import type { Answer } from '../api/schemas/systemone.js';
 import { EngineError, type EngineInfo, type EngineService, type TextBranch } from '../engine/types.js';
 import { confidenceBand, type Calibration } from './calibration.js';
-import { kindOf, type QuestionSpec, type RenderContext } from './kinds/index.js';
+import { isPreview, kindOf, previewKindOf, type AnsweredSpec, type RenderContext } from './kinds/index.js';
 import type { NormalisedRequest } from './normalise.js';
 import { balancedOrderings, distinctOrderings, type Ordering } from './permutations.js';
 import { contextBlock, LAYOUT, type PromptLayout } from './prompt.js';
@@ -29,18 +29,23 @@ export interface Decision {
   usage: { input_tokens: number; output_tokens: number };
   evaluatedTokens: number;
   /** Per question, the debiased distribution before any calibration: what a later calibration is fitted on. */
-  uncalibrated: Record<string, { kind: QuestionSpec['kind']; p: number[] }>;
+  uncalibrated: Record<string, { kind: AnsweredSpec['kind']; p: number[] }>;
   /** What meta reports: the applied calibration, "none" when on but unfitted; null when off. */
   calibration: { version: string | null; method: string } | null;
 }
 
 interface Plan {
-  question: QuestionSpec;
+  question: AnsweredSpec;
   passes: { ordering: Ordering; weight: number; branch: number }[];
 }
 
-function unservableOptions(req: NormalisedRequest, ctx: RenderContext): ValidationErrorItem[] {
-  return req.questions.flatMap((q) => {
+/** Questions of a kind no engine here answers, each refused by name with the reason. */
+export function refusedPreviews(req: NormalisedRequest): ValidationErrorItem[] {
+  return req.questions.filter(isPreview).map((q) => valueError(['body', 'questions', q.name], previewKindOf(q).refusal(q), undefined));
+}
+
+function unservableOptions(questions: AnsweredSpec[], ctx: RenderContext): ValidationErrorItem[] {
+  return questions.flatMap((q) => {
     const kind = kindOf(q);
     const max = kind.capacity(ctx);
     const count = kind.options(q);
@@ -67,13 +72,14 @@ function contextFailure(err: EngineError, opts: DecideOptions, info: EngineInfo)
 export async function decide(req: NormalisedRequest, engine: EngineService, info: EngineInfo, opts: DecideOptions): Promise<Decision> {
   const layout = opts.layout ?? LAYOUT;
   const ctx: RenderContext = { labels: info, layout };
-  const tooMany = unservableOptions(req, ctx);
-  if (tooMany.length > 0) throw new ValidationFailure(tooMany);
+  const questions = req.questions.filter((q): q is AnsweredSpec => !isPreview(q));
+  const refused = [...refusedPreviews(req), ...unservableOptions(questions, ctx)];
+  if (refused.length > 0) throw new ValidationFailure(refused);
 
   const permute = req.options.debias === 'permute';
   const passCount = permute ? req.options.debias_passes : 1;
   const branches: TextBranch[] = [];
-  const plans: Plan[] = req.questions.map((question) => {
+  const plans: Plan[] = questions.map((question) => {
     const kind = kindOf(question);
     const orderings = distinctOrderings(balancedOrderings(kind.options(question), passCount));
     return {

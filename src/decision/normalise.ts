@@ -15,7 +15,7 @@ export interface NormalisedRequest {
 
 /** The kind a request's `type` selects: yes_no is noul, and so is a question without a type. */
 function kindName(type: unknown): KindName {
-  return type === 'choice' || type === 'score' ? type : 'noul';
+  return type === 'choice' || type === 'score' || type === 'box' ? type : 'noul';
 }
 
 /**

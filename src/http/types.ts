@@ -10,7 +10,7 @@ export interface HttpRequest {
   query: URLSearchParams;
   /** Header names in lower case. */
   headers: Record<string, string>;
-  /** Raw body bytes (already bounded by the body size limit). */
+  /** Body bytes with any Content-Encoding undone (bounded by the body size limit, wire and decoded). */
   body: Buffer;
   /** Path parameters filled by the router, e.g. { key_id: "..." } for /v1/console/api-keys/{key_id} */
   params: Record<string, string>;

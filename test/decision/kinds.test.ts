@@ -5,6 +5,8 @@ import { choice, choiceConfidence, type ChoiceSpec } from '../../src/decision/ki
 import type { Labels, Reading, RenderContext } from '../../src/decision/kinds/kind.js';
 import { noul, type NoulSpec } from '../../src/decision/kinds/noul.js';
 import { score, scoreConfidence, type ScoreSpec } from '../../src/decision/kinds/score.js';
+import { box } from '../../src/decision/kinds/box.js';
+import { isPreview } from '../../src/decision/kinds/index.js';
 import { contextBlock, LAYOUT } from '../../src/decision/prompt.js';
 
 const labels: Labels = {
@@ -74,7 +76,7 @@ t.test('choice capacity is the model\'s option labels', async (t) => {
   t.equal(choice.options(ticket), 3);
 });
 
-const stars: ScoreSpec = { kind: 'score', name: 's', instructions: 'How positive is it?', levels: ['awful', '', 'great'] };
+const stars: ScoreSpec = { kind: 'score', name: 's', instructions: 'How positive is it?', levels: ['awful', '', 'great'], legend: ['awful', '', 'great'] };
 
 const digits: RenderContext = { labels, layout: { ...LAYOUT, scoreLabels: 'digits' } };
 
@@ -142,4 +144,24 @@ t.test('normalise: criteria forms reduce to option lists; counting rules hold', 
   t.same(score.normalise('s', { type: 'score', criteria: { '0': 'low', high: 'very', mid: null } }).spec?.levels, ['low', 'high: very', 'mid']);
   t.match(score.normalise('s', { type: 'score', criteria: Array.from({ length: 11 }, (_, i) => String(i)) }).errors[0], { type: 'too_long' });
   t.same(noul.normalise('n', { criteria: { true: 'paid', false: { why: 'free' } } }).spec, { kind: 'noul', name: 'n', instructions: null, yes: 'paid', no: '{"why":"free"}' });
+});
+
+t.test('score legend: each level as the client sent it; only the prompt renders it as text', async (t) => {
+  const criteria = [{ level: 'low', hint: 'x' }, ['mid', 1], 'high', null];
+  const spec = score.normalise('s', { type: 'score', criteria }).spec!;
+  t.same(spec.levels, ['{"level":"low","hint":"x"}', '["mid",1]', 'high', ''], 'the model sees compact JSON');
+  const a = score.answer(spec, reading([0.1, 0.2, 0.3, 0.4]));
+  t.same(a.legend, { '0': { level: 'low', hint: 'x' }, '1': ['mid', 1], '2': 'high', '3': '' }, 'objects and arrays come back as sent');
+  const keyed = score.normalise('s', { type: 'score', criteria: { '0': { a: 1 }, high: 'very', mid: null } }).spec!;
+  t.same(keyed.legend, [{ a: 1 }, 'high: very', 'mid'], 'a named level keeps its name where it was text');
+  t.same(score.normalise('s', { type: 'score', criteria: 'low\nhigh' }).spec?.legend, ['low', 'high']);
+});
+
+t.test('box (preview): validated like any question, then refused by name as needing images', async (t) => {
+  const { spec, errors } = box.normalise('dog', { type: 'box', instructions: { find: 'the dog' } });
+  t.same(errors, []);
+  t.same(spec, { kind: 'box', name: 'dog', instructions: '{"find":"the dog"}' });
+  t.ok(isPreview(spec!), 'a preview kind: no engine here answers it');
+  t.notOk(isPreview(stars), 'score is answered');
+  t.match(box.refusal(spec!), /text-only/);
 });

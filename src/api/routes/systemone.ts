@@ -7,10 +7,11 @@ import { ApiError, ValidationFailure, type ValidationErrorItem } from '../errors
 import { API_VERSION } from '../render.js';
 import { SystemOneRequest, SystemOneResponse, type RetentionInfo, type Usage } from '../schemas/systemone.js';
 import { validateSystemOneRequest } from '../schemas/systemone-validate.js';
-import { parseJsonBody, valueError } from '../validation.js';
+import { findInlineImage, readSystemOneBody, refuseImages, validateAssets } from '../assets.js';
 import type { ModelCatalog } from './models.js';
-import { decide, LONG_CONTEXT_HEADER } from '../../decision/decide.js';
+import { decide, LONG_CONTEXT_HEADER, refusedPreviews } from '../../decision/decide.js';
 import type { EngineService } from '../../engine/types.js';
+import type { FormPart } from '../../http/multipart.js';
 import type { HttpRequest, HttpResponse, Route } from '../../http/types.js';
 import type { RequestGate } from '../../limits/types.js';
 import type { CalibrationStore } from '../../store/calibrations.js';
@@ -52,32 +53,6 @@ export function headerOn(req: HttpRequest, names: string[]): boolean {
   });
 }
 
-const IMAGE_PART_TYPES = new Set(['image', 'image_url', 'input_image']);
-// A data URL that is the whole string, or an inline base64 image anywhere in text.
-const DATA_IMAGE = /^\s*data:image\/[\w.+-]+[;,]|data:image\/[\w.+-]+;base64,/i;
-
-/**
- * Where the state carries an image, as a loc under ["body", "state"]; null when it carries none.
- * An image is a string holding a data:image/... URL, or an object whose `type` is "image",
- * "image_url" or "input_image" (the content-part shapes of the common chat APIs).
- */
-export function findImage(state: unknown): (string | number)[] | null {
-  const stack: { node: unknown; loc: (string | number)[] }[] = [{ node: state, loc: ['body', 'state'] }];
-  while (stack.length > 0) {
-    const { node, loc } = stack.pop()!;
-    if (typeof node === 'string') {
-      if (DATA_IMAGE.test(node)) return loc;
-    } else if (Array.isArray(node)) {
-      node.forEach((child, i) => stack.push({ node: child, loc: [...loc, i] }));
-    } else if (node !== null && typeof node === 'object') {
-      const type = (node as Record<string, unknown>).type;
-      if (typeof type === 'string' && IMAGE_PART_TYPES.has(type)) return loc;
-      for (const [k, child] of Object.entries(node)) stack.push({ node: child, loc: [...loc, k] });
-    }
-  }
-  return null;
-}
-
 /** JSON with object keys sorted at every depth: equal bodies hash equal whatever their layout. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
@@ -88,14 +63,11 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-function imageCheck(req: HttpRequest, state: unknown): void {
-  const at = findImage(state);
-  if (!at) return;
-  // No engine build reads images yet, so the opt-in only changes which refusal the client gets.
-  const msg = headerOn(req, IMAGES_HEADERS)
-    ? 'the state contains an image, but the served model is text-only and cannot read images'
-    : `the state contains an image; images are a preview feature: send the header ${IMAGES_HEADER}: true to opt in`;
-  throw new ValidationFailure([valueError(at, msg, undefined)]);
+/** Equal requests hash equal whatever their JSON layout; a form's parts count too. */
+function requestHash(body: unknown, parts: Map<string, FormPart>): string {
+  const hash = createHash('sha256').update(canonicalJson(body));
+  for (const [name, part] of [...parts].sort(([a], [b]) => (a < b ? -1 : 1))) hash.update(`\0${name}\0${part.data.length}\0`).update(part.data);
+  return hash.digest('hex');
 }
 
 function idempotencyKey(req: HttpRequest): string | null {
@@ -135,19 +107,23 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
 
   async function handle(req: HttpRequest): Promise<HttpResponse> {
     const key: ApiKeyRecord = await authenticate(req, deps.store.keys);
-    const body = parseJsonBody(req);
+    const { body, parts } = readSystemOneBody(req);
     const request = validateSystemOneRequest(body);
+    const fields = body as Record<string, unknown>;
+    const images = validateAssets(fields, parts);
     const model = deps.models.resolve(request.model);
     if (model === null) throw deps.models.unknown(request.model!);
-
-    imageCheck(req, (body as { state: unknown }).state);
+    // No engine build here has an image encoder, so opting in only changes which refusal is given;
+    // box questions are refused with the images, so one 422 names everything the model cannot see.
+    const refused = [...refuseImages(images, findInlineImage(fields.state), headerOn(req, IMAGES_HEADERS), IMAGES_HEADER), ...refusedPreviews(request)];
+    if (refused.length > 0) throw new ValidationFailure(refused);
     const info = await deps.engine.info();
     const longContext = headerOn(req, LONG_CONTEXT_HEADERS);
     const modelLimit = Math.min(info.trainingContext, info.contextSize);
     const maxPromptTokens = longContext ? modelLimit : Math.min(deps.contextTokens, modelLimit);
 
     const idemKey = idempotencyOn ? idempotencyKey(req) : null;
-    const bodyHash = idemKey ? createHash('sha256').update(canonicalJson(body)).digest('hex') : '';
+    const bodyHash = idemKey ? requestHash(body, parts) : '';
     if (idemKey) {
       const found = await deps.store.idempotency.lookup(key.id, idemKey, bodyHash);
       if (found.status === 'hit') return replay(found.response, found.responseStatus);
@@ -228,6 +204,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       auth: 'api_key',
       tag: 'decisions',
       schemas: { body: SystemOneRequest, response: SystemOneResponse },
+      bodyTypes: ['json', 'multipart'],
       handler: handle,
     },
   ];

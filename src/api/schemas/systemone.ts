@@ -55,8 +55,16 @@ export const ScoreQuestion = Type.Object({
   criteria: Type.Optional(ScoreCriteria),
 });
 
-export const Question = Type.Union([NoulQuestion, ChoiceQuestion, ScoreQuestion], {
-  description: 'Discriminated by `type`: noul (also yes_no, and the default when type is absent), choice, score.',
+export const BoxQuestion = Type.Object(
+  {
+    type: Type.Literal('box'),
+    instructions: Instructions,
+  },
+  { description: 'Preview: locate what the instructions describe in the image of the state. Needs a model that reads images; a text-only model answers 422.' },
+);
+
+export const Question = Type.Union([NoulQuestion, ChoiceQuestion, ScoreQuestion, BoxQuestion], {
+  description: 'Discriminated by `type`: noul (also yes_no, and the default when type is absent), choice, score, box (preview).',
 });
 
 /** The values `type` may take, and the variant each selects. */
@@ -65,6 +73,7 @@ export const QUESTION_VARIANTS = {
   yes_no: NoulQuestion,
   choice: ChoiceQuestion,
   score: ScoreQuestion,
+  box: BoxQuestion,
 } as const;
 export type QuestionTypeName = keyof typeof QUESTION_VARIANTS;
 
@@ -94,6 +103,24 @@ export const SystemOneOptions = Type.Object({
 });
 export type SystemOneOptions = Static<typeof SystemOneOptions>;
 
+export const IMAGE_FORMATS = ['png', 'jpg', 'jpeg'] as const;
+
+export const Asset = Type.Object(
+  {
+    type: Type.Optional(Type.Literal('image', { default: 'image', description: 'the only asset type' })),
+    format: Type.Optional(
+      Type.Union(
+        IMAGE_FORMATS.map((f) => Type.Literal(f)),
+        { description: 'required with data_base64; the bytes must really be a PNG or a JPEG' },
+      ),
+    ),
+    data_base64: Type.Optional(Type.String({ description: 'the image file, base64-encoded (a data:image/...;base64, prefix is accepted)' })),
+    part: Type.Optional(Type.String({ description: 'in a multipart/form-data request, the name of the part holding the image; data_base64 is then ignored' })),
+  },
+  { description: 'An image referenced from the state, instructions or criteria by its key.' },
+);
+export type Asset = Static<typeof Asset>;
+
 // Shared by the full request schema and the envelope that is checked before the questions are.
 const requestMembers = {
   model: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'model id or alias; absent → the default model' })),
@@ -101,6 +128,18 @@ const requestMembers = {
     description: 'Context for the questions; objects and arrays are shown to the model as compact JSON.',
   }),
   options: Type.Optional(Type.Union([SystemOneOptions, Type.Null()])),
+  assets: Type.Optional(
+    Type.Union(
+      [
+        Type.Record(Type.String({ minLength: 1 }), Asset, {
+          minProperties: 1,
+          description:
+            'Preview, with the images danger-zone header: images keyed by a placeholder that appears in the state, instructions or criteria (e.g. <image:…>). Every placeholder needs its asset and every asset must be referenced. A text-only model answers 422 naming the asset; an image is never silently ignored.',
+        }),
+        Type.Null(),
+      ],
+    ),
+  ),
 };
 
 export const SystemOneRequest = Type.Object({
@@ -159,7 +198,9 @@ export type ChoiceAnswer = Static<typeof ChoiceAnswer>;
 export const ScoreAnswer = Type.Object({
   type: Type.Literal('score', { default: 'score' }),
   score: Type.Number({ description: 'the most probable level index, from 0 to levels − 1' }),
-  legend: Type.Record(Type.String(), Type.String(), { description: 'level index → description' }),
+  legend: Type.Record(Type.String(), Type.Union([Type.String(), JsonObject, Type.Array(Type.Unknown())]), {
+    description: 'level index → the level description exactly as sent (text, object or array); "" for a level sent as null',
+  }),
   probabilities: Type.Record(Type.String(), Type.Number(), { description: 'level index → probability, summing to 1' }),
   confidence: Type.Number({ description: 'max(0, 1 − Σ pᵢ·|i − mode| / U(N)), U(N) = Σᵢ |i − (N−1)/2| / N: 1 when certain' }),
   confidence_band: Type.Optional(ConfidenceBand),
@@ -169,8 +210,23 @@ export const ScoreAnswer = Type.Object({
 });
 export type ScoreAnswer = Static<typeof ScoreAnswer>;
 
-/** Image and box answers are a preview; no served model produces them yet. */
-export const BoxAnswer = Type.Object({ type: Type.Literal('box') }, { description: 'Image/box answer (preview).' });
+const Edge = (what: string) => Type.Number({ minimum: 0, maximum: 1, description: what });
+
+/** Image and box answers are a preview; a text-only model refuses box questions with 422. */
+export const BoxAnswer = Type.Object(
+  {
+    type: Type.Literal('box', { default: 'box' }),
+    box: Type.Object({
+      top: Edge('top edge, as a fraction of the image height from the top'),
+      bottom: Edge('bottom edge, as a fraction of the image height from the top'),
+      left: Edge('left edge, as a fraction of the image width from the left'),
+      right: Edge('right edge, as a fraction of the image width from the left'),
+    }),
+    confidence: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()]),
+  },
+  { description: 'Preview: where the box question\'s subject is in the image.' },
+);
+export type BoxAnswer = Static<typeof BoxAnswer>;
 
 export const Answer = Type.Union([NoulAnswer, ChoiceAnswer, ScoreAnswer, BoxAnswer]);
 export type Answer = Static<typeof Answer>;

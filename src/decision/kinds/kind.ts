@@ -35,9 +35,20 @@ export interface Reading {
   labelMass: number;
 }
 
-export interface QuestionKind<S, A extends Answer = Answer> {
+export interface Normalises<S> {
   /** Criteria of a question that passed its variant's schema → its spec, or every problem with them. */
   normalise(name: string, question: Record<string, unknown>): { spec?: S; errors: ValidationErrorItem[] };
+}
+
+/**
+ * A kind the API accepts but no engine here can answer: its questions are validated like any
+ * other, then refused with a 422 that names them and says why.
+ */
+export interface PreviewKind<S> extends Normalises<S> {
+  refusal(spec: S): string;
+}
+
+export interface QuestionKind<S, A extends Answer = Answer> extends Normalises<S> {
   /** How many answer options the question has. */
   options(spec: S): number;
   /** The most options this kind can show with this model's labels. */

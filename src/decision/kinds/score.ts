@@ -13,23 +13,38 @@ import type { QuestionKind, RenderContext } from './kind.js';
 
 export const SCORE_LEVELS = { kind: 'score', what: 'levels', min: 2, max: 10 } as const;
 
+/** What the legend shows for a level: its description as the client sent it. */
+export type LegendValue = ScoreAnswer['legend'][string];
+
 export interface ScoreSpec {
   kind: 'score';
   name: string;
   instructions: string | null;
-  /** Level i is score i; "" when the client gave no description. */
+  /** Level i is score i, as the model is shown it; "" when the client gave no description. */
   levels: string[];
+  /** Level i as the client sent it: objects and arrays unchanged, text as shown. */
+  legend: LegendValue[];
 }
 
-function levels(criteria: unknown): string[] {
+/** Objects and arrays go back to the client as they came; text is the description as shown. */
+function asSent(sent: Entry | undefined, shown: string): LegendValue {
+  return sent !== null && typeof sent === 'object' ? sent : shown;
+}
+
+function levels(criteria: unknown): { shown: string; sent: LegendValue }[] {
   if (criteria === null || criteria === undefined) return [];
-  if (typeof criteria === 'string') return splitListing(criteria);
-  if (Array.isArray(criteria)) return criteria.map((d) => renderEntry(d as Entry) ?? '');
+  if (typeof criteria === 'string') return splitListing(criteria).map((text) => ({ shown: text, sent: text }));
+  if (Array.isArray(criteria)) {
+    return criteria.map((d: Entry) => {
+      const shown = renderEntry(d) ?? '';
+      return { shown, sent: asSent(d, shown) };
+    });
+  }
   // Keys that merely restate the index ("0", "1", ...) carry nothing; other keys name the level.
   return Object.entries(criteria as Record<string, Entry>).map(([key, d], i) => {
     const text = renderEntry(d);
-    if (key === String(i)) return text ?? '';
-    return text === null || text === '' ? key : `${key}: ${text}`;
+    const shown = key === String(i) ? (text ?? '') : text === null || text === '' ? key : `${key}: ${text}`;
+    return { shown, sent: asSent(d, shown) };
   });
 }
 
@@ -54,7 +69,14 @@ export const score: QuestionKind<ScoreSpec, ScoreAnswer> = {
     const found = levels(q.criteria);
     const bad = countError(SCORE_LEVELS, found.length, ['body', 'questions', name, 'criteria'], q.criteria ?? null);
     if (bad) return { errors: [bad] };
-    return { spec: { kind: 'score', name, instructions: renderEntry(q.instructions as Entry | undefined), levels: found }, errors: [] };
+    const spec: ScoreSpec = {
+      kind: 'score',
+      name,
+      instructions: renderEntry(q.instructions as Entry | undefined),
+      levels: found.map((l) => l.shown),
+      legend: found.map((l) => l.sent),
+    };
+    return { spec, errors: [] };
   },
 
   options: (spec) => spec.levels.length,
@@ -81,7 +103,7 @@ export const score: QuestionKind<ScoreSpec, ScoreAnswer> = {
     return {
       type: 'score',
       score: argmax(r.p),
-      legend: Object.fromEntries(spec.levels.map((d, i) => [String(i), d])),
+      legend: Object.fromEntries(spec.legend.map((d, i) => [String(i), d])),
       probabilities: keyed(keys, r.p),
       confidence: scoreConfidence(r.p),
       confidence_band: r.band,
