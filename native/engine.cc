@@ -75,12 +75,26 @@ class LoadWorker : public Napi::AsyncWorker {
 
     if (cfg_.n_threads <= 0) cfg_.n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
     cfg_.n_ubatch = std::min(cfg_.n_ubatch, cfg_.n_batch);
+    cfg_.n_ctx_long = std::min(cfg_.n_ctx_long, static_cast<uint32_t>(std::max(0, llama_model_n_ctx_train(model_))));
+    if (!AddLane(cfg_.n_ctx, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens)) return;
+    // A long lane's batch takes any suffix its sequences can hold (a long option list), and one
+    // long prefix stays cached, so follow-up questions about a long document skip its decode.
+    if (cfg_.n_ctx_long > cfg_.n_ctx &&
+        !AddLane(cfg_.n_ctx_long, std::max<uint32_t>(2, cfg_.n_seq_long), std::max(cfg_.n_batch, cfg_.n_ctx_long), cfg_.n_ctx_long)) {
+      return;
+    }
+    const size_t gpu_after = gpu_memory_used();
+    gpu_bytes_ = gpu_after > gpu_before ? gpu_after - gpu_before : 0;
+  }
+
+  // A context of n_seq sequences of n_ctx_seq tokens each, with its scorer; false after SetError.
+  bool AddLane(uint32_t n_ctx_seq, uint32_t n_seq, uint32_t n_batch, uint32_t prefix_cache_tokens) {
     llama_context_params cp = llama_context_default_params();
-    // cfg_.n_ctx is per sequence: every sequence gets its own KV stream of that size.
-    cp.n_ctx = cfg_.n_ctx * cfg_.n_seq_max;
-    cp.n_batch = cfg_.n_batch;
+    // Every sequence gets its own KV stream of n_ctx_seq cells.
+    cp.n_ctx = n_ctx_seq * n_seq;
+    cp.n_batch = n_batch;
     cp.n_ubatch = cfg_.n_ubatch;
-    cp.n_seq_max = cfg_.n_seq_max;
+    cp.n_seq_max = n_seq;
     cp.n_threads = cfg_.n_threads;
     cp.n_threads_batch = cfg_.n_threads;
     // One KV stream per sequence rather than a unified buffer: in a unified cache the attention
@@ -92,25 +106,34 @@ class LoadWorker : public Napi::AsyncWorker {
     cp.swa_full = true;
     cp.no_perf = true;
     cp.flash_attn_type = static_cast<llama_flash_attn_type>(cfg_.flash_attn);
-    ctx_ = llama_init_from_model(model_, cp);
-    if (ctx_ == nullptr) {
+    llama_context* ctx = llama_init_from_model(model_, cp);
+    if (ctx == nullptr) {
+      for (Lane& lane : lanes_) {
+        lane.scorer.reset();
+        llama_free(lane.ctx);
+      }
+      lanes_.clear();
       llama_model_free(model_);
       model_ = nullptr;
-      return SetError("failed to create a context for " + cfg_.path + " (" + std::to_string(cfg_.n_seq_max) + " sequences of " + std::to_string(cfg_.n_ctx) + " tokens)");
+      SetError("failed to create a context for " + cfg_.path + " (" + std::to_string(n_seq) + " sequences of " + std::to_string(n_ctx_seq) + " tokens)");
+      return false;
     }
-    const size_t gpu_after = gpu_memory_used();
-    gpu_bytes_ = gpu_after > gpu_before ? gpu_after - gpu_before : 0;
     ScorerOptions so;
-    so.n_batch = cfg_.n_batch;
+    so.n_batch = n_batch;
+    // The same chunk boundaries in every lane, so a prefix's KV never depends on its lane's batch.
     so.prefix_chunk = std::min<uint32_t>(512, cfg_.n_batch);
-    so.n_seq_max = llama_n_seq_max(ctx_);
-    so.prefix_cache_tokens = cfg_.prefix_cache_tokens;
-    scorer_ = std::make_unique<Scorer>(ctx_, so);
+    so.n_seq_max = llama_n_seq_max(ctx);
+    so.prefix_cache_tokens = prefix_cache_tokens;
+    Lane lane;
+    lane.ctx = ctx;
+    lane.scorer = std::make_unique<Scorer>(ctx, so);
+    lanes_.push_back(std::move(lane));
+    return true;
   }
 
   void OnOK() override {
     Napi::Env env = Env();
-    engine_->Attach(env, model_, ctx_, std::move(scorer_), cfg_, gpu_bytes_);
+    engine_->Attach(env, model_, std::move(lanes_), cfg_, gpu_bytes_);
     deferred_.Resolve(engine_->Facts(env));
   }
 
@@ -121,8 +144,7 @@ class LoadWorker : public Napi::AsyncWorker {
   EngineConfig cfg_;
   Napi::Promise::Deferred deferred_;
   llama_model* model_ = nullptr;
-  llama_context* ctx_ = nullptr;
-  std::unique_ptr<Scorer> scorer_;
+  std::vector<Lane> lanes_;
   size_t gpu_bytes_ = 0;
 };
 
@@ -131,14 +153,17 @@ class CloseWorker : public Napi::AsyncWorker {
  public:
   CloseWorker(Napi::Env env, Engine* engine)
       : Napi::AsyncWorker(env), engine_(engine), deferred_(Napi::Promise::Deferred::New(env)) {
-    engine_->Detach(&model_, &ctx_, &scorer_);
+    engine_->Detach(&model_, &lanes_);
   }
   Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
-    if (scorer_) left_ = scorer_->stop();
-    scorer_.reset();
-    if (ctx_ != nullptr) llama_free(ctx_);
+    for (Lane& lane : lanes_) {
+      for (auto& job : lane.scorer->stop()) left_.push_back(std::move(job));
+      lane.scorer.reset();
+      llama_free(lane.ctx);
+    }
+    lanes_.clear();
     if (model_ != nullptr) llama_model_free(model_);
   }
 
@@ -156,8 +181,7 @@ class CloseWorker : public Napi::AsyncWorker {
   Engine* engine_;
   Napi::Promise::Deferred deferred_;
   llama_model* model_ = nullptr;
-  llama_context* ctx_ = nullptr;
-  std::unique_ptr<Scorer> scorer_;
+  std::vector<Lane> lanes_;
   std::vector<std::unique_ptr<ScoreJob>> left_;
 };
 
@@ -190,9 +214,11 @@ Engine::Engine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Engine>(info) 
 
 Engine::~Engine() {
   // Reached only when JS dropped a loaded engine without close(): free what we can.
-  if (scorer_) scorer_->stop();
-  scorer_.reset();
-  if (ctx_ != nullptr) llama_free(ctx_);
+  for (Lane& lane : lanes_) {
+    lane.scorer->stop();
+    lane.scorer.reset();
+    llama_free(lane.ctx);
+  }
   if (model_ != nullptr) llama_model_free(model_);
 }
 
@@ -222,6 +248,8 @@ Napi::Value Engine::Load(const Napi::CallbackInfo& info) {
     }
     Napi::Value rp = o.Get("weightRepack");
     if (rp.IsBoolean()) cfg.repack = rp.As<Napi::Boolean>().Value();
+    cfg.n_ctx_long = opt_u32(o, "longContextSize", cfg.n_ctx_long);
+    cfg.n_seq_long = std::min<uint32_t>(opt_u32(o, "longSequences", cfg.n_seq_long), 256);
     Napi::Value pc = o.Get("prefixCacheTokens");
     if (pc.IsNumber()) cfg.prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
   }
@@ -232,12 +260,10 @@ Napi::Value Engine::Load(const Napi::CallbackInfo& info) {
   return p;
 }
 
-void Engine::Attach(Napi::Env env, llama_model* model, llama_context* ctx, std::unique_ptr<Scorer> scorer,
-                    const EngineConfig& cfg, size_t gpu_bytes) {
+void Engine::Attach(Napi::Env env, llama_model* model, std::vector<Lane> lanes, const EngineConfig& cfg, size_t gpu_bytes) {
   model_ = model;
-  ctx_ = ctx;
   vocab_ = llama_model_get_vocab(model);
-  scorer_ = std::move(scorer);
+  lanes_ = std::move(lanes);
   cfg_ = cfg;
   gpu_bytes_ = gpu_bytes;
   busy_ = false;
@@ -245,12 +271,11 @@ void Engine::Attach(Napi::Env env, llama_model* model, llama_context* ctx, std::
   tsfn_.Unref(env);
 }
 
-void Engine::Detach(llama_model** model, llama_context** ctx, std::unique_ptr<Scorer>* scorer) {
+void Engine::Detach(llama_model** model, std::vector<Lane>* lanes) {
   *model = model_;
-  *ctx = ctx_;
-  *scorer = std::move(scorer_);
+  *lanes = std::move(lanes_);
+  lanes_.clear();
   model_ = nullptr;
-  ctx_ = nullptr;
   vocab_ = nullptr;
 }
 
@@ -273,9 +298,11 @@ Napi::Object Engine::Facts(Napi::Env env) {
                                                               : Napi::Number::New(env, static_cast<double>(gpu_bytes_ / (1024 * 1024))));
   o.Set("llamaBuild", ARBITRA_LLAMA_BUILD);
   o.Set("threads", cfg_.n_threads);
-  o.Set("contextSize", llama_n_ctx_seq(ctx_));
+  o.Set("contextSize", llama_n_ctx_seq(lanes_.front().ctx));
+  o.Set("longContextSize", llama_n_ctx_seq(lanes_.back().ctx));
+  o.Set("longSequences", lanes_.size() > 1 ? llama_n_seq_max(lanes_.back().ctx) : 0);
   o.Set("batchSize", cfg_.n_batch);
-  o.Set("maxSequences", llama_n_seq_max(ctx_));
+  o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx));
   o.Set("hasChatTemplate", llama_model_chat_template(model_, nullptr) != nullptr);
   return o;
 }
@@ -359,6 +386,7 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   auto job = std::make_unique<ScoreJob>();
+  Lane* lane = nullptr;
   try {
     RequireLoaded(env);
     if (info.Length() < 2 || !info[1].IsArray()) throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[])");
@@ -391,16 +419,24 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
     for (const Branch& b : job->branches) {
       if (b.suffix.empty()) throw coded_error(env, "invalid_request", "a branch suffix is empty");
       if (b.candidates.empty()) throw coded_error(env, "invalid_request", "a branch has no candidate tokens");
-      if (b.suffix.size() > cfg_.n_batch) {
-        throw coded_error(env, "context_exceeded", "a branch suffix has " + std::to_string(b.suffix.size()) + " tokens, more than the batch size " + std::to_string(cfg_.n_batch));
-      }
       check_ids(b.suffix, "suffix");
       check_ids(b.candidates, "candidate");
       longest = std::max(longest, b.suffix.size());
     }
-    const size_t n_ctx = llama_n_ctx_seq(ctx_);
-    if (job->prefix.size() + longest > n_ctx) {
-      throw coded_error(env, "context_exceeded", "prefix and suffix need " + std::to_string(job->prefix.size() + longest) + " tokens, more than the engine's context of " + std::to_string(n_ctx));
+    const size_t needed = job->prefix.size() + longest;
+    for (Lane& l : lanes_) {
+      // A suffix is decoded in one call, so it must also fit the lane's batch.
+      if (needed <= llama_n_ctx_seq(l.ctx) && longest <= llama_n_batch(l.ctx)) {
+        lane = &l;
+        break;
+      }
+    }
+    if (lane == nullptr) {
+      const Lane& widest = lanes_.back();
+      throw coded_error(env, "context_exceeded",
+                        longest > llama_n_batch(widest.ctx)
+                            ? "a branch suffix has " + std::to_string(longest) + " tokens, more than the batch size " + std::to_string(llama_n_batch(widest.ctx))
+                            : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(llama_n_ctx_seq(widest.ctx)));
     }
   } catch (const Napi::Error& e) {
     deferred.Reject(e.Value());
@@ -436,7 +472,7 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
       owned->engine->JobSettled(env);
     });
   };
-  scorer_->submit(std::move(job));
+  lane->scorer->submit(std::move(job));
   return deferred.Promise();
 }
 
@@ -450,7 +486,8 @@ void Engine::JobSettled(Napi::Env env) {
 Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
-  ScorerStats s = scorer_ ? scorer_->stats() : ScorerStats{};
+  ScorerStats s;
+  for (Lane& lane : lanes_) s += lane.scorer->stats();
   o.Set("decodes", static_cast<double>(s.decodes));
   o.Set("tokensEvaluated", static_cast<double>(s.tokens_evaluated));
   o.Set("branchesScored", static_cast<double>(s.branches_scored));

@@ -1,4 +1,5 @@
-// N-API face of the scorer: one Engine object owns one model, one context and one Scorer.
+// N-API face of the scorer: one Engine object owns one model and its lanes, each a context with
+// its own Scorer.
 // Blocking work (load, close) runs in AsyncWorkers; score() resolves from the scorer thread
 // through a thread-safe function.
 #pragma once
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "llama.h"
 #include "scorer.h"
@@ -25,6 +27,17 @@ struct EngineConfig {
   uint32_t prefix_cache_tokens = 4096;
   int32_t flash_attn = -1;  // llama_flash_attn_type: -1 auto, 0 off, 1 on
   bool repack = false;      // CPU weight repacking (see LoadWorker::Execute)
+  // The long lane: a second context whose few sequences each hold up to this many tokens, for the
+  // prompts the main lane cannot hold. 0 (or not above n_ctx) = no long lane.
+  uint32_t n_ctx_long = 0;
+  uint32_t n_seq_long = 2;
+};
+
+// One context and the scorer that owns it. A request goes to the first lane whose sequences
+// can hold it, so the same request always meets the same KV geometry, whatever the load.
+struct Lane {
+  llama_context* ctx = nullptr;
+  std::unique_ptr<Scorer> scorer;
 };
 
 class Engine : public Napi::ObjectWrap<Engine> {
@@ -34,11 +47,10 @@ class Engine : public Napi::ObjectWrap<Engine> {
   ~Engine() override;
 
   // Called by the load worker on success (JS thread).
-  void Attach(Napi::Env env, llama_model* model, llama_context* ctx, std::unique_ptr<Scorer> scorer,
-              const EngineConfig& cfg, size_t gpu_bytes);
+  void Attach(Napi::Env env, llama_model* model, std::vector<Lane> lanes, const EngineConfig& cfg, size_t gpu_bytes);
   Napi::Object Facts(Napi::Env env);
   // Called by the close worker: hands the native objects over for freeing off the JS thread.
-  void Detach(llama_model** model, llama_context** ctx, std::unique_ptr<Scorer>* scorer);
+  void Detach(llama_model** model, std::vector<Lane>* lanes);
   void JobSettled(Napi::Env env);
 
  private:
@@ -53,9 +65,8 @@ class Engine : public Napi::ObjectWrap<Engine> {
   void RequireLoaded(Napi::Env env) const;
 
   llama_model* model_ = nullptr;
-  llama_context* ctx_ = nullptr;
   const llama_vocab* vocab_ = nullptr;
-  std::unique_ptr<Scorer> scorer_;
+  std::vector<Lane> lanes_;  // by growing context per sequence; lanes_[0] is the main lane
   EngineConfig cfg_;
   size_t gpu_bytes_ = 0;
   bool busy_ = false;  // a load or close is in progress

@@ -3,6 +3,7 @@
 // the prefix tokens and every branch's suffix of as many jobs as fit into each llama_decode call.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -64,6 +65,19 @@ struct ScorerStats {
   uint64_t last_batch_branches = 0;
   uint64_t queue_depth = 0;
   uint64_t cached_prefixes = 0;
+
+  // Totals over the engine's lanes; a last-batch figure is the largest of theirs.
+  ScorerStats& operator+=(const ScorerStats& o) {
+    decodes += o.decodes;
+    tokens_evaluated += o.tokens_evaluated;
+    branches_scored += o.branches_scored;
+    jobs_done += o.jobs_done;
+    last_batch_tokens = std::max(last_batch_tokens, o.last_batch_tokens);
+    last_batch_branches = std::max(last_batch_branches, o.last_batch_branches);
+    queue_depth += o.queue_depth;
+    cached_prefixes += o.cached_prefixes;
+    return *this;
+  }
 };
 
 class Scorer {

@@ -31,7 +31,7 @@ export interface AppDeps {
   limits: LimitsConfig;
   consoleToken: string | undefined;
   /** Prompt tokens a state may take without the long-context header. */
-  contextTokens: number;
+  contextTokens: number | null;
   /** Apply fitted calibrations (ARBITRA_CALIBRATION). */
   calibration: boolean;
   workers: number;

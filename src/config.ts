@@ -29,8 +29,8 @@ export interface Config {
   maxBodyBytes: number;
   /** Extra model aliases, alias → target (a served model id or "default"). */
   modelAliases: Record<string, string>;
-  /** Prompt tokens a state may take without the long-context header. */
-  contextTokens: number;
+  /** Prompt tokens a state may take without the long-context header; null = all the engine holds. */
+  contextTokens: number | null;
   /** Transport preference: ARBITRA_HTTP=node forces node:http. */
   http: HttpImplementation | undefined;
   engine: Partial<EngineOptions>;
@@ -40,8 +40,6 @@ export interface Config {
   /** ARBITRA_SELF_TEST: ask the model a few obvious questions once it is loaded (default on). */
   selfTest: boolean;
 }
-
-export const DEFAULT_CONTEXT_TOKENS = 2048;
 
 interface Setting {
   flag: string;
@@ -59,8 +57,10 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name (see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
-  { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: `prompt tokens allowed without the long-context header (default ${DEFAULT_CONTEXT_TOKENS})` },
-  { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'engine KV cells per sequence: the longest prompt the engine accepts (default 4096)' },
+  { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)' },
+  { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'engine KV cells per sequence of the main lane, which serves every prompt that fits (default 4096)' },
+  { flag: '--long-ctx-size', env: 'ARBITRA_LONG_CTX_SIZE', help: 'KV cells per sequence of the long lane for longer prompts, capped at the model\'s training context; 0 = no long lane (default 32768)' },
+  { flag: '--long-sequences', env: 'ARBITRA_LONG_SEQUENCES', help: 'sequences of the long lane (default 2)' },
   { flag: '--threads', env: 'ARBITRA_THREADS', help: 'engine CPU threads' },
   { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
@@ -132,6 +132,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     const v = int(flag, 1, max);
     if (v !== undefined) engine[key] = v;
   }
+  const longContext = int('--long-ctx-size', 0, 1 << 24);
+  if (longContext !== undefined) engine.longContextSize = longContext;
+  const longSequences = int('--long-sequences', 2, 256);
+  if (longSequences !== undefined) engine.longSequences = longSequences;
   const gpuLayers = int('--gpu-layers', 0, 100_000);
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
 
@@ -166,7 +170,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     consoleToken: consoleToken || undefined,
     maxBodyBytes: int('--max-body-bytes', 1, 1 << 30) ?? DEFAULT_MAX_BODY_BYTES,
     modelAliases: parseAliases(env.ARBITRA_MODEL_ALIASES),
-    contextTokens: int('--context-tokens', 16, 1 << 24) ?? DEFAULT_CONTEXT_TOKENS,
+    contextTokens: int('--context-tokens', 16, 1 << 24) ?? null,
     http: (httpPref || undefined) as HttpImplementation | undefined,
     engine,
     limits,

@@ -3,7 +3,7 @@
 import { ValidationFailure, type ValidationErrorItem } from '../api/errors.js';
 import { valueError } from '../api/validation.js';
 import type { Answer } from '../api/schemas/systemone.js';
-import { EngineError, type EngineInfo, type EngineService, type TextBranch } from '../engine/types.js';
+import { EngineError, promptCapacity, type EngineInfo, type EngineService, type TextBranch } from '../engine/types.js';
 import { confidenceBand, type Calibration } from './calibration.js';
 import { isPreview, kindOf, previewKindOf, type AnsweredSpec, type RenderContext } from './kinds/index.js';
 import type { NormalisedRequest } from './normalise.js';
@@ -63,9 +63,12 @@ function unservableOptions(questions: AnsweredSpec[], ctx: RenderContext): Valid
 
 function contextFailure(err: EngineError, opts: DecideOptions, info: EngineInfo): ValidationFailure {
   const needed = typeof err.details.tokens === 'number' ? ` needs ${err.details.tokens} tokens and` : '';
-  const msg = opts.longContext
-    ? `The state with its questions${needed} exceeds the limit of ${opts.maxPromptTokens} prompt tokens (the model's training context or the engine's --ctx-size, whichever is smaller); shorten the state`
-    : `The state with its questions${needed} exceeds the default limit of ${opts.maxPromptTokens} prompt tokens; shorten the state, or send the header ${LONG_CONTEXT_HEADER}: true to allow up to ${Math.min(info.trainingContext, info.contextSize)} tokens`;
+  const capacity = promptCapacity(info);
+  // The header only helps where the operator set the default limit below what the engine holds.
+  const msg =
+    opts.longContext || opts.maxPromptTokens >= capacity
+      ? `The state with its questions${needed} exceeds the limit of ${opts.maxPromptTokens} prompt tokens (the model's training context or the engine's --long-ctx-size, whichever is smaller); shorten the state`
+      : `The state with its questions${needed} exceeds the default limit of ${opts.maxPromptTokens} prompt tokens; shorten the state, or send the header ${LONG_CONTEXT_HEADER}: true to allow up to ${capacity} tokens`;
   return new ValidationFailure([{ ...valueError(['body', 'state'], msg, undefined), ctx: { error: msg, max_prompt_tokens: opts.maxPromptTokens } }]);
 }
 

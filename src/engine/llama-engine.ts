@@ -11,6 +11,8 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   batchSize: 2048,
   microBatchSize: 512,
   maxSequences: 32,
+  longContextSize: 32768,
+  longSequences: 2,
   threads: 0,
   gpuLayers: 999,
   prefixCacheTokens: 4096,
@@ -76,6 +78,8 @@ export class LlamaEngine {
       threads: Number(raw.threads),
       contextSize: Number(raw.contextSize),
       maxSequences: Number(raw.maxSequences),
+      longContextSize: Number(raw.longContextSize),
+      longSequences: Number(raw.longSequences),
       hasChatTemplate: Boolean(raw.hasChatTemplate),
     };
     return new LlamaEngine(native, facts);

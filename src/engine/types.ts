@@ -12,6 +12,14 @@ export interface EngineOptions {
   microBatchSize: number;
   /** Parallel sequences: one per cached or active prefix plus one per branch in flight. */
   maxSequences: number;
+  /**
+   * Tokens per sequence of the long lane, a second KV cache with few sequences for prompts longer
+   * than contextSize (capped at the model's training context); 0 = none. Short requests never
+   * touch it, so they keep contextSize's many small, cheap-to-copy streams.
+   */
+  longContextSize: number;
+  /** Sequences of the long lane: long prompts are scored one prefix at a time. */
+  longSequences: number;
   /** CPU threads for decoding. */
   threads: number;
   /** Layers offloaded to the GPU (ignored on a CPU build). */
@@ -42,6 +50,10 @@ export interface ModelFacts {
   threads: number;
   contextSize: number;
   maxSequences: number;
+  /** Per-sequence context of the long lane; equal to contextSize when there is none. */
+  longContextSize: number;
+  /** 0 when there is no long lane. */
+  longSequences: number;
   hasChatTemplate: boolean;
 }
 
@@ -114,4 +126,9 @@ export class EngineError extends Error {
 export interface EngineService {
   info(): Promise<EngineInfo>;
   scoreText(request: TextScoreRequest): Promise<TextScoreResult>;
+}
+
+/** The longest prompt (prefix + one suffix) the engine can score for this model. */
+export function promptCapacity(facts: Pick<ModelFacts, 'trainingContext' | 'contextSize' | 'longContextSize'>): number {
+  return Math.min(facts.trainingContext, Math.max(facts.contextSize, facts.longContextSize));
 }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createApp, createAppDeps, buildRoutes } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { EngineError, type EngineService } from '../../src/engine/types.js';
+import { EngineError, promptCapacity, type EngineService } from '../../src/engine/types.js';
 import { startHttpServer } from '../../src/http/server.js';
 import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
@@ -111,5 +111,5 @@ t.test('with the real model loaded', { skip: !fs.existsSync(modelFile) && 'the t
   t.same(body.models, body.data);
   t.same(body.data.map((m: any) => m.id), [DEFAULT_MODEL.name, 'jev-latest', 'jev-preview', 'default', 'fast']);
   const info = await engine.info();
-  for (const m of body.data) t.match(m, { object: 'model', owned_by: 'arbitra', max_context_tokens: Math.min(info.trainingContext, info.contextSize), description: String, name: m.id, release_date: /^\d{4}-\d{2}-\d{2}$/ });
+  for (const m of body.data) t.match(m, { object: 'model', owned_by: 'arbitra', max_context_tokens: promptCapacity(info), description: String, name: m.id, release_date: /^\d{4}-\d{2}-\d{2}$/ });
 });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { ApiError } from '../errors.js';
 import { authenticate } from '../auth.js';
 import { ModelsListResponse, type ModelInfo } from '../schemas/models.js';
-import type { EngineService } from '../../engine/types.js';
+import { promptCapacity, type EngineService } from '../../engine/types.js';
 import type { Route } from '../../http/types.js';
 import type { KeyStore } from '../../store/types.js';
 
@@ -74,7 +74,7 @@ export function modelsRoutes(deps: ModelsRouteDeps): Route[] {
           id: name,
           object: 'model',
           owned_by: 'arbitra',
-          max_context_tokens: Math.min(info.trainingContext, info.contextSize),
+          max_context_tokens: promptCapacity(info),
           description: name === deps.models.id ? base : `alias of ${deps.models.id} (${base})`,
           name,
           release_date: info.fileModified.slice(0, 10),

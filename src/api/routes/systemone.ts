@@ -10,7 +10,7 @@ import { validateSystemOneRequest } from '../schemas/systemone-validate.js';
 import { findInlineImage, readSystemOneBody, refuseImages, validateAssets } from '../assets.js';
 import type { ModelCatalog } from './models.js';
 import { decide, LONG_CONTEXT_HEADER, refusedPreviews } from '../../decision/decide.js';
-import type { EngineService } from '../../engine/types.js';
+import { promptCapacity, type EngineService } from '../../engine/types.js';
 import type { FormPart } from '../../http/multipart.js';
 import type { HttpRequest, HttpResponse, Route } from '../../http/types.js';
 import type { RequestGate } from '../../limits/types.js';
@@ -24,8 +24,8 @@ export interface SystemOneDeps {
   store: { keys: KeyStore; idempotency: IdempotencyStore; retention: RetentionStore; calibrations: CalibrationStore };
   gate: RequestGate;
   models: ModelCatalog;
-  /** Prompt tokens a request may use without the long-context header. */
-  contextTokens: number;
+  /** Prompt tokens a request may use without the long-context header; null = all the engine holds. */
+  contextTokens: number | null;
   /** Apply the newest calibration fitted for the served model and layout (ARBITRA_CALIBRATION). */
   calibration: boolean;
   /** How long a retained request is kept (ARBITRA_RETENTION_DAYS). */
@@ -119,8 +119,8 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
     if (refused.length > 0) throw new ValidationFailure(refused);
     const info = await deps.engine.info();
     const longContext = headerOn(req, LONG_CONTEXT_HEADERS);
-    const modelLimit = Math.min(info.trainingContext, info.contextSize);
-    const maxPromptTokens = longContext ? modelLimit : Math.min(deps.contextTokens, modelLimit);
+    const modelLimit = promptCapacity(info);
+    const maxPromptTokens = longContext ? modelLimit : Math.min(deps.contextTokens ?? modelLimit, modelLimit);
 
     const idemKey = idempotencyOn ? idempotencyKey(req) : null;
     const bodyHash = idemKey ? requestHash(body, parts) : '';
