@@ -67,7 +67,7 @@ const cases: [string, unknown, { type: string; loc: (string | number)[]; msg?: R
   ['missing questions', { state: 's' }, [{ type: 'missing', loc: ['body', 'questions'] }]],
   ['empty questions', { state: 's', questions: {} }, [{ type: 'too_short', loc: ['body', 'questions'] }]],
   ['body not an object', [1, 2], [{ type: 'dict_type', loc: ['body'] }]],
-  ['unknown question type', { state: 's', questions: { q1: { type: 'maybe' } } }, [{ type: 'literal_error', loc: ['body', 'questions', 'q1', 'type'], msg: /'noul', 'yes_no', 'choice' or 'score'/ }]],
+  ['unknown question type', { state: 's', questions: { q1: { type: 'maybe' } } }, [{ type: 'literal_error', loc: ['body', 'questions', 'q1', 'type'], msg: /'noul', 'yes_no', 'choice', 'score' or 'box'/ }]],
   ['question not an object', { state: 's', questions: { q1: 'is it?' } }, [{ type: 'dict_type', loc: ['body', 'questions', 'q1'] }]],
   ['choice with one label', { state: 's', questions: { c: { type: 'choice', criteria: { only: null } } } }, [{ type: 'too_short', loc: ['body', 'questions', 'c', 'criteria'], msg: /2 to 255 labels; got 1/ }]],
   ['choice without criteria', { state: 's', questions: { c: { type: 'choice' } } }, [{ type: 'too_short', loc: ['body', 'questions', 'c', 'criteria'], msg: /got 0/ }]],

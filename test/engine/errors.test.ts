@@ -8,7 +8,8 @@ import { EngineError, type EngineErrorCode } from '../../src/engine/types.js';
 import { TEST_MODEL } from '../helpers/models.js';
 
 const MODEL = TEST_MODEL;
-const SMALL = { threads: 1, contextSize: 128, batchSize: 64, microBatchSize: 64, maxSequences: 4 };
+// Without a long lane, so the main lane's own limits are what a too-long request meets.
+const SMALL = { threads: 1, contextSize: 128, batchSize: 64, microBatchSize: 64, maxSequences: 4, longContextSize: 0 };
 
 const engine = await LlamaEngine.load(MODEL, SMALL);
 t.teardown(() => engine.close());
@@ -62,6 +63,32 @@ t.test('bad input is rejected with a coded error and the engine keeps working', 
   const r = await engine.score(prefix, [ok]);
   t.equal(r.logprobs[0]!.length, 2, 'a valid call still succeeds');
   t.ok(r.logprobs[0]!.every((lp) => Number.isFinite(lp) && lp < 0));
+});
+
+t.test('the long lane takes what the main lane cannot hold, and only that', async (t) => {
+  const laned = await LlamaEngine.load(MODEL, { ...SMALL, longContextSize: 1024, longSequences: 2 });
+  t.teardown(() => laned.close());
+  const { contextSize, longContextSize, longSequences } = laned.facts;
+  t.equal(longSequences, 2);
+  t.ok(longContextSize >= 1024 && longContextSize > contextSize, `main ${contextSize}, long ${longContextSize}`);
+  t.equal(engine.facts.longSequences, 0, 'no long lane: none reported');
+  t.equal(engine.facts.longContextSize, engine.facts.contextSize);
+
+  const ok = { suffix, candidates };
+  const longPrefix = new Int32Array(contextSize + 100).fill(prefix[1]!);
+  longPrefix[0] = prefix[0]!;
+  const first = await laned.score(longPrefix, [ok]);
+  t.equal(first.logprobs.length, 1, 'a prompt past the main context is answered');
+  const again = await laned.score(longPrefix, [ok]);
+  t.same(Array.from(again.logprobs[0]!), Array.from(first.logprobs[0]!), 'the same request meets the same lane: equal log-probs');
+  const longSuffix = new Int32Array(SMALL.batchSize + 1).fill(suffix[0]!);
+  const wide = await laned.score(prefix, [{ suffix: longSuffix, candidates }]);
+  t.equal(wide.logprobs.length, 1, 'a suffix past the main batch is answered in the long lane');
+  const tooLong = new Int32Array(longContextSize + 1).fill(prefix[1]!);
+  await rejectsWith(t, laned.score(tooLong, [ok]), 'context_exceeded', new RegExp(`more than the engine's context of ${longContextSize}`), 'past the long lane');
+  const before = laned.stats().jobsDone;
+  await laned.score(prefix, [ok]);
+  t.equal(laned.stats().jobsDone, before + 1, 'short requests still go through');
 });
 
 t.test('more branches than the sequence limit queue and succeed', async (t) => {
