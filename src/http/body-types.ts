@@ -1,5 +1,6 @@
 // Which request bodies a route takes, read from Content-Type: JSON everywhere, multipart/form-data
 // only on routes that declare it, and only with the boundary that separates its parts.
+import { isMultipartForm } from './multipart.js';
 import type { Route } from './types.js';
 
 export type BodyType = NonNullable<Route['bodyTypes']>[number];
@@ -12,11 +13,8 @@ const MEDIA_TYPES: Readonly<Record<BodyType, string>> = {
 /** The kind of body a Content-Type announces, or null for one no route takes. */
 export function bodyTypeOf(contentType: string | undefined): BodyType | null {
   if (!contentType) return null;
-  const [mediaType, ...params] = contentType.split(';');
-  const type = mediaType!.trim().toLowerCase();
-  if (type === MEDIA_TYPES.json) return 'json';
-  if (type === MEDIA_TYPES.multipart && params.some((p) => /^\s*boundary\s*=\s*\S/i.test(p))) return 'multipart';
-  return null;
+  if (contentType.split(';')[0]!.trim().toLowerCase() === MEDIA_TYPES.json) return 'json';
+  return isMultipartForm(contentType) ? 'multipart' : null;
 }
 
 /** `types` for a message: "application/json or multipart/form-data with a boundary parameter". */

@@ -25,9 +25,16 @@ export function isMultipart(contentType: string | undefined): boolean {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase() === 'multipart/form-data';
 }
 
+const BOUNDARY = /;\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;"]{1,70}))\s*(?:;|$)/i;
+
+/** Whether a content type is multipart/form-data with a usable boundary parameter. */
+export function isMultipartForm(contentType: string | undefined): boolean {
+  return isMultipart(contentType) && BOUNDARY.test(contentType!);
+}
+
 /** The boundary parameter of a multipart/form-data content type. */
 export function boundaryOf(contentType: string): string {
-  const m = /;\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;"]{1,70}))\s*(?:;|$)/i.exec(contentType);
+  const m = BOUNDARY.exec(contentType);
   const boundary = m?.[1] ?? m?.[2];
   if (!boundary) throw new MultipartError('the multipart/form-data Content-Type needs a boundary parameter of 1 to 70 characters');
   return boundary;

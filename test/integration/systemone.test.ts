@@ -188,9 +188,9 @@ if (cannotRun) {
           {
             type: 'literal_error',
             loc: ['body', 'questions', 'q', 'type'],
-            msg: "Input should be 'noul', 'yes_no', 'choice' or 'score'",
+            msg: "Input should be 'noul', 'yes_no', 'choice', 'score' or 'box'",
             input: 'maybe',
-            ctx: { expected: "'noul', 'yes_no', 'choice' or 'score'" },
+            ctx: { expected: "'noul', 'yes_no', 'choice', 'score' or 'box'" },
           },
         ],
       ],
