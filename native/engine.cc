@@ -108,10 +108,6 @@ class LoadWorker : public Napi::AsyncWorker {
     cp.flash_attn_type = static_cast<llama_flash_attn_type>(cfg_.flash_attn);
     llama_context* ctx = llama_init_from_model(model_, cp);
     if (ctx == nullptr) {
-      for (Lane& lane : lanes_) {
-        lane.scorer.reset();
-        llama_free(lane.ctx);
-      }
       lanes_.clear();
       llama_model_free(model_);
       model_ = nullptr;
@@ -125,7 +121,7 @@ class LoadWorker : public Napi::AsyncWorker {
     so.n_seq_max = llama_n_seq_max(ctx);
     so.prefix_cache_tokens = prefix_cache_tokens;
     Lane lane;
-    lane.ctx = ctx;
+    lane.ctx.reset(ctx);
     lane.scorer = std::make_unique<Scorer>(ctx, so);
     lanes_.push_back(std::move(lane));
     return true;
@@ -160,8 +156,6 @@ class CloseWorker : public Napi::AsyncWorker {
   void Execute() override {
     for (Lane& lane : lanes_) {
       for (auto& job : lane.scorer->stop()) left_.push_back(std::move(job));
-      lane.scorer.reset();
-      llama_free(lane.ctx);
     }
     lanes_.clear();
     if (model_ != nullptr) llama_model_free(model_);
@@ -214,11 +208,7 @@ Engine::Engine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Engine>(info) 
 
 Engine::~Engine() {
   // Reached only when JS dropped a loaded engine without close(): free what we can.
-  for (Lane& lane : lanes_) {
-    lane.scorer->stop();
-    lane.scorer.reset();
-    llama_free(lane.ctx);
-  }
+  lanes_.clear();
   if (model_ != nullptr) llama_model_free(model_);
 }
 
@@ -298,11 +288,11 @@ Napi::Object Engine::Facts(Napi::Env env) {
                                                               : Napi::Number::New(env, static_cast<double>(gpu_bytes_ / (1024 * 1024))));
   o.Set("llamaBuild", ARBITRA_LLAMA_BUILD);
   o.Set("threads", cfg_.n_threads);
-  o.Set("contextSize", llama_n_ctx_seq(lanes_.front().ctx));
-  o.Set("longContextSize", llama_n_ctx_seq(lanes_.back().ctx));
-  o.Set("longSequences", lanes_.size() > 1 ? llama_n_seq_max(lanes_.back().ctx) : 0);
+  o.Set("contextSize", llama_n_ctx_seq(lanes_.front().ctx.get()));
+  o.Set("longContextSize", llama_n_ctx_seq(lanes_.back().ctx.get()));
+  o.Set("longSequences", lanes_.size() > 1 ? llama_n_seq_max(lanes_.back().ctx.get()) : 0);
   o.Set("batchSize", cfg_.n_batch);
-  o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx));
+  o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx.get()));
   o.Set("hasChatTemplate", llama_model_chat_template(model_, nullptr) != nullptr);
   return o;
 }
@@ -426,7 +416,7 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
     const size_t needed = job->prefix.size() + longest;
     for (Lane& l : lanes_) {
       // A suffix is decoded in one call, so it must also fit the lane's batch.
-      if (needed <= llama_n_ctx_seq(l.ctx) && longest <= llama_n_batch(l.ctx)) {
+      if (needed <= llama_n_ctx_seq(l.ctx.get()) && longest <= llama_n_batch(l.ctx.get())) {
         lane = &l;
         break;
       }
@@ -434,9 +424,9 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
     if (lane == nullptr) {
       const Lane& widest = lanes_.back();
       throw coded_error(env, "context_exceeded",
-                        longest > llama_n_batch(widest.ctx)
-                            ? "a branch suffix has " + std::to_string(longest) + " tokens, more than the batch size " + std::to_string(llama_n_batch(widest.ctx))
-                            : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(llama_n_ctx_seq(widest.ctx)));
+                        longest > llama_n_batch(widest.ctx.get())
+                            ? "a branch suffix has " + std::to_string(longest) + " tokens, more than the batch size " + std::to_string(llama_n_batch(widest.ctx.get()))
+                            : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(llama_n_ctx_seq(widest.ctx.get())));
     }
   } catch (const Napi::Error& e) {
     deferred.Reject(e.Value());

@@ -33,10 +33,15 @@ struct EngineConfig {
   uint32_t n_seq_long = 2;
 };
 
+struct ContextFree {
+  void operator()(llama_context* ctx) const { llama_free(ctx); }
+};
+
 // One context and the scorer that owns it. A request goes to the first lane whose sequences
 // can hold it, so the same request always meets the same KV geometry, whatever the load.
+// Destroying a lane stops its scorer (declared last, so destroyed first), then frees the context.
 struct Lane {
-  llama_context* ctx = nullptr;
+  std::unique_ptr<llama_context, ContextFree> ctx;
   std::unique_ptr<Scorer> scorer;
 };
 
