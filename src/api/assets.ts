@@ -137,25 +137,38 @@ function assetBytes(name: string, asset: Asset, parts: Map<string, FormPart>, cl
   return asset.format === undefined ? null : data;
 }
 
-/** Every string a placeholder may sit in, with where it is: the state, and each question's instructions and criteria. */
+interface Located {
+  node: unknown;
+  loc: Loc;
+}
+
+/**
+ * Every value under the roots, each with its loc, parents before children (lazily: a caller that
+ * stops early walks no further). A loop, not recursion: a deeply nested state must not exhaust
+ * the call stack.
+ */
+function* walk(roots: Located[]): Generator<Located> {
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const at = stack.pop()!;
+    yield at;
+    const { node, loc } = at;
+    if (Array.isArray(node)) node.forEach((child, i) => stack.push({ node: child, loc: [...loc, i] }));
+    else if (node !== null && typeof node === 'object') for (const [k, child] of Object.entries(node)) stack.push({ node: child, loc: [...loc, k] });
+  }
+}
+
+/** Every string a placeholder may sit in (object keys too), with where it is: the state, and each question's instructions and criteria. */
 function requestTexts(body: Record<string, unknown>): { text: string; loc: Loc }[] {
-  const out: { text: string; loc: Loc }[] = [];
-  const stack: { node: unknown; loc: Loc }[] = [{ node: body.state, loc: ['body', 'state'] }];
+  const roots: Located[] = [{ node: body.state, loc: ['body', 'state'] }];
   const questions = (body.questions ?? {}) as Record<string, Record<string, unknown>>;
   for (const [name, q] of Object.entries(questions)) {
-    for (const member of ['instructions', 'criteria']) stack.push({ node: q[member], loc: ['body', 'questions', name, member] });
+    for (const member of ['instructions', 'criteria']) roots.push({ node: q[member], loc: ['body', 'questions', name, member] });
   }
-  // A loop, not recursion: a deeply nested state must not exhaust the call stack.
-  while (stack.length > 0) {
-    const { node, loc } = stack.pop()!;
+  const out: { text: string; loc: Loc }[] = [];
+  for (const { node, loc } of walk(roots)) {
     if (typeof node === 'string') out.push({ text: node, loc });
-    else if (Array.isArray(node)) node.forEach((child, i) => stack.push({ node: child, loc: [...loc, i] }));
-    else if (node !== null && typeof node === 'object') {
-      for (const [k, child] of Object.entries(node)) {
-        out.push({ text: k, loc });
-        stack.push({ node: child, loc: [...loc, k] });
-      }
-    }
+    else if (node !== null && typeof node === 'object' && !Array.isArray(node)) for (const k of Object.keys(node)) out.push({ text: k, loc });
   }
   return out;
 }
@@ -170,18 +183,10 @@ const DATA_IMAGE = /^\s*data:image\/[\w.+-]+[;,]|data:image\/[\w.+-]+;base64,/i;
  * "image", "image_url" or "input_image" (the content-part shapes of the common chat APIs).
  */
 export function findInlineImage(state: unknown): Loc | null {
-  const stack: { node: unknown; loc: Loc }[] = [{ node: state, loc: ['body', 'state'] }];
-  while (stack.length > 0) {
-    const { node, loc } = stack.pop()!;
-    if (typeof node === 'string') {
-      if (DATA_IMAGE.test(node)) return loc;
-    } else if (Array.isArray(node)) {
-      node.forEach((child, i) => stack.push({ node: child, loc: [...loc, i] }));
-    } else if (node !== null && typeof node === 'object') {
-      const type = (node as Record<string, unknown>).type;
-      if (typeof type === 'string' && IMAGE_PART_TYPES.has(type)) return loc;
-      for (const [k, child] of Object.entries(node)) stack.push({ node: child, loc: [...loc, k] });
-    }
+  for (const { node, loc } of walk([{ node: state, loc: ['body', 'state'] }])) {
+    if (typeof node === 'string' && DATA_IMAGE.test(node)) return loc;
+    const type = node !== null && typeof node === 'object' && !Array.isArray(node) ? (node as Record<string, unknown>).type : undefined;
+    if (typeof type === 'string' && IMAGE_PART_TYPES.has(type)) return loc;
   }
   return null;
 }

@@ -3,7 +3,7 @@
 import type { ValidationErrorItem } from '../api/errors.js';
 import { OPTION_DEFAULTS, type SystemOneOptions, type SystemOneRequest } from '../api/schemas/systemone.js';
 import { renderEntry } from './kinds/criteria.js';
-import { kindNamed, type KindName, type QuestionSpec } from './kinds/index.js';
+import { isKindName, kindNamed, type KindName, type QuestionSpec } from './kinds/index.js';
 
 export interface NormalisedRequest {
   model: string | null;
@@ -15,7 +15,7 @@ export interface NormalisedRequest {
 
 /** The kind a request's `type` selects: yes_no is noul, and so is a question without a type. */
 function kindName(type: unknown): KindName {
-  return type === 'choice' || type === 'score' || type === 'box' ? type : 'noul';
+  return isKindName(type) ? type : 'noul';
 }
 
 /**

@@ -30,6 +30,11 @@ export function previewKindOf<S extends PreviewSpec>(spec: S): PreviewKind<S> {
   return PREVIEW[spec.kind] as unknown as PreviewKind<S>;
 }
 
+/** Whether a question's type names a kind of its own (yes_no and a missing type do not). */
+export function isKindName(type: unknown): type is KindName {
+  return typeof type === 'string' && Object.hasOwn(ALL, type);
+}
+
 /** The kind a validated question's type names, for normalising it. */
 export function kindNamed(name: KindName): Normalises<QuestionSpec> {
   return ALL[name] as unknown as Normalises<QuestionSpec>;
