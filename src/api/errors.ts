@@ -26,8 +26,12 @@ export const ERROR_CODES = {
   quota_exceeded: 429,
   rate_limited: 429,
   too_many_requests: 429,
+  /** Never sent: the client left before its answer; recorded so metrics tell abandonment from failure. */
+  client_closed_request: 499,
   internal_error: 500,
   service_unavailable: 503,
+  /** A decision that ran past the request deadline; its work in the engine was cancelled. */
+  deadline_exceeded: 504,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -34,7 +34,7 @@ export interface ScoreOutcome {
 
 export type EngineStats = NativeStats;
 
-const KNOWN_CODES = new Set<EngineErrorCode>(['context_exceeded', 'invalid_request', 'load_failed', 'unavailable', 'closed', 'internal']);
+const KNOWN_CODES = new Set<EngineErrorCode>(['context_exceeded', 'invalid_request', 'load_failed', 'unavailable', 'closed', 'cancelled', 'internal']);
 
 function asEngineError(err: unknown): EngineError {
   if (err instanceof EngineError) return err;

@@ -109,7 +109,7 @@ export interface TextScoreResult {
   cachedTokens: number;
 }
 
-export type EngineErrorCode = 'context_exceeded' | 'invalid_request' | 'load_failed' | 'unavailable' | 'closed' | 'internal';
+export type EngineErrorCode = 'context_exceeded' | 'invalid_request' | 'load_failed' | 'unavailable' | 'closed' | 'cancelled' | 'internal';
 
 export class EngineError extends Error {
   constructor(

@@ -11,11 +11,17 @@ export function startNodeServer(app: HttpApp, host: string, port: number): Promi
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
+    const gone = new AbortController();
+    // 'close' also follows a finished response; only an unfinished one means the client left.
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
     const request = app.begin({
       method: req.method ?? 'GET',
       url: req.url ?? '/',
       headers,
       ip: req.socket.remoteAddress ?? '',
+      signal: gone.signal,
     });
     const send = (wire: WireResponse): void => {
       if (res.headersSent || res.destroyed) return;

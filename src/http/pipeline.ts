@@ -71,7 +71,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   return {
     maxBodyBytes,
 
-    begin({ method, url, headers, ip }) {
+    begin({ method, url, headers, ip, signal }) {
       const q = url.indexOf('?');
       return {
         method: method.toUpperCase(),
@@ -83,6 +83,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
         ip: ip.startsWith('::ffff:') ? ip.slice(7) : ip,
         requestId: randomUUID(),
         startedAt: performance.now(),
+        signal,
       };
     },
 

@@ -20,6 +20,8 @@ export interface HttpRequest {
   requestId: string;
   /** Monotonic start time (performance.now()) for latency metrics. */
   startedAt: number;
+  /** Aborted when the client goes away before its response is sent, so work done for it can stop. */
+  signal?: AbortSignal;
 }
 
 export interface HttpResponse {
@@ -64,7 +66,7 @@ export interface HttpApp {
   /** Bodies larger than this are refused with 413 before they are buffered. */
   maxBodyBytes: number;
   /** A fresh request: id, start time, params empty, body empty until the transport fills it. */
-  begin(init: { method: string; url: string; headers: Record<string, string>; ip: string }): HttpRequest;
+  begin(init: { method: string; url: string; headers: Record<string, string>; ip: string; signal: AbortSignal }): HttpRequest;
   /** Checks the declared body before any byte is read; a WireResponse means refuse the request with it. */
   precheck(req: HttpRequest): WireResponse | null;
   /** Renders a 413 for a body that outgrew the limit while streaming. */

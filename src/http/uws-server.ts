@@ -31,8 +31,10 @@ export function startUwsServer(app: HttpApp, host: string, port: number): Promis
 
   server.any('/*', (res, req) => {
     const state = { aborted: false, done: false };
+    const gone = new AbortController();
     res.onAborted(() => {
       state.aborted = true;
+      gone.abort();
     });
     const headers: Record<string, string> = {};
     req.forEach((name, value) => {
@@ -44,6 +46,7 @@ export function startUwsServer(app: HttpApp, host: string, port: number): Promis
       url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
       headers,
       ip: Buffer.from(res.getRemoteAddressAsText()).toString('utf8'),
+      signal: gone.signal,
     });
     inFlight++;
 

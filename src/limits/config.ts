@@ -35,6 +35,12 @@ export interface LimitsConfig {
   idempotencyTtlSeconds: number;
   /** Idempotency entries kept per API key, oldest evicted (ARBITRA_IDEMPOTENCY_MAX, default 2048). */
   idempotencyMax: number;
+  /** Questions one decision request may ask (ARBITRA_MAX_QUESTIONS, default 100); 0 means no cap. */
+  maxQuestions: number;
+  /** Scored branches (questions × passes) one decision request may need (ARBITRA_MAX_BRANCHES, default 800); 0 means no cap. */
+  maxBranches: number;
+  /** Seconds a decision may run before it is cancelled and answered 504 (ARBITRA_REQUEST_DEADLINE_SECONDS, default 600); 0 means none. */
+  requestDeadlineSeconds: number;
 }
 
 type PresetLimits = Pick<LimitsConfig, 'requestsPerSecond' | 'maxInFlight' | 'freeDailyDecisions' | 'monthlyCap'>;
@@ -77,6 +83,13 @@ export const LIMITS_DEFAULTS: Readonly<LimitsConfig> = Object.freeze({
   purgeIntervalSeconds: 3600,
   idempotencyTtlSeconds: 86400,
   idempotencyMax: 2048,
+  // Every request the interface allows in practice fits: 100 questions of up to 8 passes each, and
+  // a 255-option choice is one question. One request beyond that would hold the engine for minutes
+  // on CPU; the scheduler shares batches fairly, but the work still has to be done.
+  maxQuestions: 100,
+  maxBranches: 800,
+  // A 30,000-token state takes minutes on a 2-core CPU; past ten minutes nobody is still waiting.
+  requestDeadlineSeconds: 600,
 });
 
 function readInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -144,5 +157,8 @@ export function loadLimitsConfig(env: NodeJS.ProcessEnv, preset: LimitsPreset = 
     purgeIntervalSeconds: readInt(env, 'ARBITRA_PURGE_INTERVAL_SECONDS', d.purgeIntervalSeconds, 1),
     idempotencyTtlSeconds: readInt(env, 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', d.idempotencyTtlSeconds, 1),
     idempotencyMax: readInt(env, 'ARBITRA_IDEMPOTENCY_MAX', d.idempotencyMax, 1),
+    maxQuestions: readInt(env, 'ARBITRA_MAX_QUESTIONS', d.maxQuestions, 0),
+    maxBranches: readInt(env, 'ARBITRA_MAX_BRANCHES', d.maxBranches, 0),
+    requestDeadlineSeconds: readInt(env, 'ARBITRA_REQUEST_DEADLINE_SECONDS', d.requestDeadlineSeconds, 0),
   };
 }
