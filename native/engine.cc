@@ -182,6 +182,7 @@ class CloseWorker : public Napi::AsyncWorker {
 struct Settlement {
   Engine* engine;
   Napi::Promise::Deferred deferred;
+  uint32_t ticket;
   std::unique_ptr<ScoreJob> job;
 };
 
@@ -195,6 +196,7 @@ Napi::Object Engine::Init(Napi::Env env, Napi::Object exports) {
                                         InstanceMethod("detokenize", &Engine::Detokenize),
                                         InstanceMethod("applyChatTemplate", &Engine::ApplyChatTemplate),
                                         InstanceMethod("score", &Engine::Score),
+                                        InstanceMethod("cancel", &Engine::Cancel),
                                         InstanceMethod("stats", &Engine::Stats),
                                         InstanceMethod("close", &Engine::Close),
                                     });
@@ -377,9 +379,17 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   auto job = std::make_unique<ScoreJob>();
   Lane* lane = nullptr;
+  uint32_t ticket = 0;  // 0: the caller cannot cancel this job
   try {
     RequireLoaded(env);
-    if (info.Length() < 2 || !info[1].IsArray()) throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[])");
+    if (info.Length() < 2 || !info[1].IsArray()) {
+      throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[], options?: {tenant?, ticket?})");
+    }
+    if (info.Length() > 2 && info[2].IsObject()) {
+      Napi::Object o = info[2].As<Napi::Object>();
+      if (o.Get("tenant").IsString()) job->tenant = std::hash<std::string>{}(o.Get("tenant").As<Napi::String>().Utf8Value());
+      if (o.Get("ticket").IsNumber()) ticket = o.Get("ticket").As<Napi::Number>().Uint32Value();
+    }
     try {
       job->prefix = to_tokens(info[0]);
       Napi::Array branches = info[1].As<Napi::Array>();
@@ -437,7 +447,8 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
     tsfn_.Ref(env);
     Ref();
   }
-  auto* settlement = new Settlement{this, deferred, nullptr};
+  if (ticket != 0) tickets_[ticket] = job->cancelled;
+  auto* settlement = new Settlement{this, deferred, ticket, nullptr};
   Napi::ThreadSafeFunction tsfn = tsfn_;
   job->on_done = [tsfn, settlement](std::unique_ptr<ScoreJob> done) mutable {
     settlement->job = std::move(done);
@@ -459,14 +470,24 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
         r.Set("cached", static_cast<double>(j.cached));
         owned->deferred.Resolve(r);
       }
-      owned->engine->JobSettled(env);
+      owned->engine->JobSettled(env, owned->ticket);
     });
   };
   lane->scorer->submit(std::move(job));
   return deferred.Promise();
 }
 
-void Engine::JobSettled(Napi::Env env) {
+Napi::Value Engine::Cancel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "cancel(ticket: number)");
+  auto it = tickets_.find(info[0].As<Napi::Number>().Uint32Value());
+  if (it == tickets_.end()) return Napi::Boolean::New(env, false);
+  it->second->store(true);
+  return Napi::Boolean::New(env, true);
+}
+
+void Engine::JobSettled(Napi::Env env, uint32_t ticket) {
+  if (ticket != 0) tickets_.erase(ticket);
   if (--pending_ == 0) {
     tsfn_.Unref(env);
     Unref();
@@ -482,6 +503,7 @@ Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   o.Set("tokensEvaluated", static_cast<double>(s.tokens_evaluated));
   o.Set("branchesScored", static_cast<double>(s.branches_scored));
   o.Set("jobsDone", static_cast<double>(s.jobs_done));
+  o.Set("jobsCancelled", static_cast<double>(s.jobs_cancelled));
   o.Set("lastBatchTokens", static_cast<double>(s.last_batch_tokens));
   o.Set("lastBatchBranches", static_cast<double>(s.last_batch_branches));
   o.Set("queueDepth", static_cast<double>(s.queue_depth));

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "llama.h"
@@ -56,7 +57,7 @@ class Engine : public Napi::ObjectWrap<Engine> {
   Napi::Object Facts(Napi::Env env);
   // Called by the close worker: hands the native objects over for freeing off the JS thread.
   void Detach(llama_model** model, std::vector<Lane>* lanes);
-  void JobSettled(Napi::Env env);
+  void JobSettled(Napi::Env env, uint32_t ticket);
 
  private:
   Napi::Value Load(const Napi::CallbackInfo& info);
@@ -64,6 +65,7 @@ class Engine : public Napi::ObjectWrap<Engine> {
   Napi::Value Detokenize(const Napi::CallbackInfo& info);
   Napi::Value ApplyChatTemplate(const Napi::CallbackInfo& info);
   Napi::Value Score(const Napi::CallbackInfo& info);
+  Napi::Value Cancel(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
 
@@ -77,6 +79,8 @@ class Engine : public Napi::ObjectWrap<Engine> {
   bool busy_ = false;  // a load or close is in progress
   Napi::ThreadSafeFunction tsfn_;
   int64_t pending_ = 0;  // score() promises not yet settled; keeps the event loop alive only while > 0
+  // Cancellation flags of unsettled jobs by the caller's ticket (JS thread only).
+  std::unordered_map<uint32_t, std::shared_ptr<std::atomic<bool>>> tickets_;
 };
 
 }  // namespace arbitra

@@ -186,49 +186,109 @@ void Scorer::release_prefix(PrefixEntry* entry) {
   entry->last_used = ++clock_;
 }
 
-bool Scorer::step() {
-  batch_.n_tokens = 0;
-  std::vector<Planned> planned;
-  // Entries whose next tokens are in this batch, and the job charged for them.
-  std::vector<std::pair<PrefixEntry*, ScoreJob*>> stepped;
-  int32_t budget = static_cast<int32_t>(opts_.n_batch);
+void Scorer::drop_cancelled() {
+  std::vector<std::unique_ptr<ScoreJob>> still;
+  std::vector<std::unique_ptr<ScoreJob>> gone;
+  for (auto& owned : active_) (owned->cancelled->load() ? gone : still).push_back(std::move(owned));
+  active_ = std::move(still);
+  if (gone.empty()) return;
+  for (auto& job : gone) {
+    job->error = "the request was cancelled";
+    job->error_code = "cancelled";
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.jobs_cancelled += gone.size();
+  }
+  // A half-decoded prefix stays cached: its chunks are whole, so a later request can go on from it.
+  finish(std::move(gone));
+}
 
+void Scorer::admit_prefixes() {
+  std::vector<std::pair<uint64_t, size_t>> holding;  // tenant, prefixes held
+  std::vector<ScoreJob*> waiting;
+  for (auto& owned : active_) {
+    auto t = std::find_if(holding.begin(), holding.end(), [&owned](const auto& h) { return h.first == owned->tenant; });
+    if (t == holding.end()) t = holding.insert(holding.end(), {owned->tenant, 0});
+    if (owned->entry != nullptr) t->second++;
+    else waiting.push_back(owned.get());
+  }
+  auto held = [&holding](uint64_t tenant) -> size_t& {
+    return std::find_if(holding.begin(), holding.end(), [tenant](const auto& h) { return h.first == tenant; })->second;
+  };
+  while (!waiting.empty()) {
+    // The oldest job of the tenant holding the fewest prefixes: one client's queue cannot keep
+    // every prefix slot while another client waits.
+    auto next = std::min_element(waiting.begin(), waiting.end(), [&held](ScoreJob* a, ScoreJob* b) { return held(a->tenant) < held(b->tenant); });
+    ScoreJob* job = *next;
+    job->entry = acquire_prefix(job->prefix, job);
+    if (job->entry == nullptr) return;  // wait for running jobs to hand sequences back
+    held(job->tenant)++;
+    waiting.erase(next);
+  }
+}
+
+void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped) {
   for (auto& owned : active_) {
     ScoreJob* job = owned.get();
-    if (job->entry == nullptr) {
-      job->entry = acquire_prefix(job->prefix, job);
-      if (job->entry == nullptr) break;  // wait for running jobs to hand sequences back
-    }
     PrefixEntry* e = job->entry;
-    const size_t total = e->tokens.size();
-    if (e->step_begin < 0 && e->decoded < total) {
-      const size_t chunk_end = std::min(total, (e->decoded / opts_.prefix_chunk + 1) * opts_.prefix_chunk);
-      const int32_t take = static_cast<int32_t>(chunk_end - e->decoded);
-      if (take > budget) break;  // a chunk is never cut to fit: it waits for the next batch
-      e->step_begin = batch_.n_tokens;
-      e->step_count = take;
-      for (int32_t i = 0; i < take; ++i) {
-        const size_t p = e->decoded + static_cast<size_t>(i);
-        batch_add(batch_, e->tokens[p], static_cast<llama_pos>(p), e->seq, false);
-      }
-      budget -= take;
-      job->evaluated += take;
-      stepped.emplace_back(e, job);
+    if (e == nullptr || e->step_begin >= 0 || e->decoded >= e->tokens.size()) continue;
+    const size_t chunk_end = std::min(e->tokens.size(), (e->decoded / opts_.prefix_chunk + 1) * opts_.prefix_chunk);
+    const int32_t take = static_cast<int32_t>(chunk_end - e->decoded);
+    if (take > budget) continue;  // a chunk is never cut to fit: it waits for the next batch
+    e->step_begin = batch_.n_tokens;
+    e->step_count = take;
+    for (int32_t i = 0; i < take; ++i) {
+      const size_t p = e->decoded + static_cast<size_t>(i);
+      batch_add(batch_, e->tokens[p], static_cast<llama_pos>(p), e->seq, false);
     }
+    budget -= take;
+    job->evaluated += take;
+    stepped.emplace_back(e, job);
+  }
+}
+
+void Scorer::add_branches(int32_t& budget, std::vector<Planned>& planned) {
+  struct Tenant {
+    uint64_t id;
+    std::vector<ScoreJob*> jobs;
+    size_t turn = 0;
+  };
+  std::vector<Tenant> tenants;
+  for (auto& owned : active_) {
+    ScoreJob* job = owned.get();
     // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
     // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
-    if (e->decoded < total) {
-      if (budget <= 0) break;
-      continue;
-    }
-    while (job->next_branch < job->branches.size()) {
+    if (job->entry == nullptr || job->entry->decoded < job->entry->tokens.size()) continue;
+    auto t = std::find_if(tenants.begin(), tenants.end(), [job](const Tenant& x) { return x.id == job->tenant; });
+    if (t == tenants.end()) t = tenants.insert(tenants.end(), Tenant{job->tenant, {}});
+    t->jobs.push_back(job);
+  }
+  if (tenants.empty()) return;
+  std::vector<ScoreJob*> full;  // jobs whose next suffix does not fit what is left of this batch
+  auto open = [&full](ScoreJob* j) { return j->next_branch < j->branches.size() && std::find(full.begin(), full.end(), j) == full.end(); };
+  const size_t first = static_cast<size_t>(rotation_++ % tenants.size());
+  for (bool placed = true; placed && budget > 0;) {
+    placed = false;
+    for (size_t k = 0; k < tenants.size(); ++k) {
+      Tenant& t = tenants[(first + k) % tenants.size()];
+      ScoreJob* job = nullptr;
+      for (size_t tries = 0; tries < t.jobs.size() && job == nullptr; ++tries) {
+        ScoreJob* j = t.jobs[t.turn++ % t.jobs.size()];
+        if (open(j)) job = j;
+      }
+      if (job == nullptr) continue;
       const Branch& b = job->branches[job->next_branch];
       const int32_t n = static_cast<int32_t>(b.suffix.size());
-      if (n > budget) break;
+      if (n > budget) {
+        full.push_back(job);
+        continue;
+      }
       llama_seq_id seq;
-      if (!alloc_seq(&seq)) break;
+      if (!alloc_seq(&seq)) return;
+      const size_t total = job->entry->tokens.size();
       // Copies the prefix's KV stream into the branch's stream before the next decode.
-      llama_memory_seq_cp(mem_, e->seq, seq, -1, -1);
+      llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
       for (int32_t i = 0; i < n; ++i) {
         batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(total + static_cast<size_t>(i)), seq, i == n - 1);
       }
@@ -236,9 +296,23 @@ bool Scorer::step() {
       budget -= n;
       job->evaluated += n;
       job->next_branch++;
+      placed = true;
     }
-    if (budget <= 0) break;
   }
+}
+
+bool Scorer::step() {
+  drop_cancelled();
+  if (active_.empty()) return true;
+  batch_.n_tokens = 0;
+  std::vector<Planned> planned;
+  // Entries whose next tokens are in this batch, and the job charged for them.
+  std::vector<std::pair<PrefixEntry*, ScoreJob*>> stepped;
+  int32_t budget = static_cast<int32_t>(opts_.n_batch);
+  admit_prefixes();
+  // Prefix chunks first: a new request's prefix never waits behind another request's branches.
+  add_prefix_chunks(budget, stepped);
+  add_branches(budget, planned);
 
   if (batch_.n_tokens == 0) return false;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -29,6 +30,11 @@ struct PrefixEntry;
 struct ScoreJob {
   std::vector<llama_token> prefix;
   std::vector<Branch> branches;
+  // Whose request this is (an API key, hashed): batches are shared fairly between tenants first,
+  // then between each tenant's jobs.
+  uint64_t tenant = 0;
+  // Set from any thread; the loop drops the job at the next batch boundary.
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 
   // Results, filled on the loop thread.
   std::vector<std::vector<float>> logprobs;  // per branch, per candidate
@@ -61,6 +67,7 @@ struct ScorerStats {
   uint64_t tokens_evaluated = 0;
   uint64_t branches_scored = 0;
   uint64_t jobs_done = 0;
+  uint64_t jobs_cancelled = 0;
   uint64_t last_batch_tokens = 0;
   uint64_t last_batch_branches = 0;
   uint64_t queue_depth = 0;
@@ -72,6 +79,7 @@ struct ScorerStats {
     tokens_evaluated += o.tokens_evaluated;
     branches_scored += o.branches_scored;
     jobs_done += o.jobs_done;
+    jobs_cancelled += o.jobs_cancelled;
     last_batch_tokens = std::max(last_batch_tokens, o.last_batch_tokens);
     last_batch_branches = std::max(last_batch_branches, o.last_batch_branches);
     queue_depth += o.queue_depth;
@@ -104,6 +112,15 @@ class Scorer {
   void loop();
   // One llama_decode over as much queued work as fits; false when there was nothing to do.
   bool step();
+  // Fails the cancelled jobs; their sequences are already free between batches.
+  void drop_cancelled();
+  // Gives waiting jobs a prefix, tenants holding the fewest prefixes first.
+  void admit_prefixes();
+  // Adds the next chunk of every admitted prefix that still has tokens to decode.
+  void add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped);
+  // Adds branches one at a time, round-robin over tenants and over each tenant's jobs, so a small
+  // request behind a large one waits for one batch, not for the large one.
+  void add_branches(int32_t& budget, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
   void release_prefix(PrefixEntry* entry);
   bool alloc_seq(llama_seq_id* out);
@@ -132,7 +149,7 @@ class Scorer {
   std::vector<llama_seq_id> free_seqs_;
   std::list<PrefixEntry> prefixes_;
   uint64_t clock_ = 0;
-  std::vector<float> scratch_;
+  uint64_t rotation_ = 0;  // which tenant goes first in the next batch
 
   std::thread thread_;
 };

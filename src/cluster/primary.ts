@@ -100,8 +100,8 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
           else w.process.kill('SIGTERM');
         }),
     );
-    await Promise.all(exits);
-    await Promise.all([host.stop(), purge.stop()]);
+    // The engine answers the workers' last requests, and is never restarted from here on.
+    await Promise.all([host.stop(Promise.all(exits)), purge.stop()]);
   }
 
   for (let i = 0; i < config.workers; i++) fork();

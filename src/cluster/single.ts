@@ -42,7 +42,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   };
   const engine: EngineService = {
     info: async () => ready().info(),
-    scoreText: async (request) => ready().scoreText(request),
+    scoreText: async (request, signal) => ready().scoreText(request, signal),
   };
 
   let implementation: 'uws' | 'node' = 'node';

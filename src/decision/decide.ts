@@ -22,6 +22,10 @@ export interface DecideOptions {
   layout?: PromptLayout;
   /** Applied when given: fitted to this model and layout, or null when none is fitted. */
   calibration?: Calibration | null;
+  /** Whose request it is: the engine shares its batches fairly between tenants. */
+  tenant?: string;
+  /** Aborts the engine work: the client left or the deadline passed. */
+  signal?: AbortSignal;
 }
 
 export interface Decision {
@@ -61,6 +65,27 @@ function unservableOptions(questions: AnsweredSpec[], ctx: RenderContext): Valid
   });
 }
 
+/** The request's work against the per-request caps (0 = none), as 422 items naming the cap passed. */
+export function overCaps(req: NormalisedRequest, caps: { questions: number; branches: number }): ValidationErrorItem[] {
+  const questions = req.questions.length;
+  const passes = req.options.debias === 'permute' ? req.options.debias_passes : 1;
+  const over = (cap: number, actual: number, what: string, variable: string): ValidationErrorItem[] =>
+    cap > 0 && actual > cap
+      ? [
+          {
+            type: 'too_long',
+            loc: ['body', 'questions'],
+            msg: `This request needs ${actual} ${what}; this server allows at most ${cap} per request (${variable}); split it into several requests`,
+            ctx: { field_type: 'Dictionary', max_length: cap, actual_length: actual },
+          },
+        ]
+      : [];
+  return [
+    ...over(caps.questions, questions, 'questions', 'ARBITRA_MAX_QUESTIONS'),
+    ...over(caps.branches, questions * passes, `scored branches (${questions} questions × ${passes} passes)`, 'ARBITRA_MAX_BRANCHES'),
+  ];
+}
+
 function contextFailure(err: EngineError, opts: DecideOptions, info: EngineInfo): ValidationFailure {
   const needed = typeof err.details.tokens === 'number' ? ` needs ${err.details.tokens} tokens and` : '';
   const capacity = promptCapacity(info);
@@ -97,7 +122,10 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
 
   let result;
   try {
-    result = await engine.scoreText({ system: layout.system, prefix: contextBlock(req.state), branches, maxPromptTokens: opts.maxPromptTokens });
+    result = await engine.scoreText(
+      { system: layout.system, prefix: contextBlock(req.state), branches, maxPromptTokens: opts.maxPromptTokens, tenant: opts.tenant },
+      opts.signal,
+    );
   } catch (err) {
     if (err instanceof EngineError && err.code === 'context_exceeded') throw contextFailure(err, opts, info);
     throw err;

@@ -1,7 +1,7 @@
 // The engine as seen from an HTTP worker: requests go to the primary over IPC; the primary's
 // status broadcasts say whether the engine is loading, ready or down.
 import { ENGINE_CH, isEngineMessage, type EngineOp, type EngineStatus, type WorkerEngineMessage } from './ipc.js';
-import { EngineError, type EngineInfo, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { cancelledError, EngineError, type EngineInfo, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
 // A guard against an engine that stopped answering, not a deadline: a long prompt legitimately
 // takes minutes on CPU (a 30,000-token state about three on two cores), so the allowance grows with
@@ -25,7 +25,7 @@ export function connectEngine(): EngineClient {
   let info: EngineInfo | undefined;
   let message: string | undefined;
   let nextId = 1;
-  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
   process.on('message', (msg: unknown) => {
     if (!isEngineMessage(msg)) return;
@@ -36,8 +36,6 @@ export function connectEngine(): EngineClient {
     } else if (msg.type === 'response') {
       const w = waiting.get(msg.id);
       if (!w) return;
-      waiting.delete(msg.id);
-      clearTimeout(w.timer);
       if (msg.ok) w.resolve(msg.result);
       else w.reject(new EngineError(msg.error.code, msg.error.message, msg.error.details ?? {}));
     }
@@ -46,19 +44,43 @@ export function connectEngine(): EngineClient {
   const unavailable = (): EngineError =>
     new EngineError('unavailable', message ?? (status === 'loading' ? 'the model is still loading' : 'the engine is not running'));
 
-  function call<T>(op: EngineOp, timeoutMs: number): Promise<T> {
+  function call<T>(op: EngineOp, timeoutMs: number, signal?: AbortSignal): Promise<T> {
     if (status !== 'ready') return Promise.reject(unavailable());
+    if (signal?.aborted) return Promise.reject(cancelledError());
     const id = nextId++;
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiting.delete(id);
-        reject(new EngineError('unavailable', 'the engine did not answer in time'));
-      }, timeoutMs);
+      // Work nobody waits for any more is dropped in the engine, whichever way the wait ended.
+      const stop = (err: EngineError): void => {
+        settle();
+        reject(err);
+        process.send!({ ch: ENGINE_CH, type: 'cancel', id } satisfies WorkerEngineMessage);
+      };
+      const onAbort = (): void => stop(cancelledError());
+      const timer = setTimeout(() => stop(new EngineError('unavailable', 'the engine did not answer in time')), timeoutMs);
       timer.unref();
-      waiting.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
+      const settle = (): void => {
+        waiting.delete(id);
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      waiting.set(id, {
+        resolve: (v) => {
+          settle();
+          resolve(v as T);
+        },
+        reject: (e) => {
+          settle();
+          reject(e);
+        },
+      });
       process.send!({ ch: ENGINE_CH, type: 'request', id, ...op } satisfies WorkerEngineMessage);
     });
   }
+
+  // The primary's status broadcasts reach only workers already listening; a worker started (or
+  // restarted) after the engine came up asks once.
+  process.send({ ch: ENGINE_CH, type: 'subscribe' } satisfies WorkerEngineMessage);
 
   return {
     status: () => status,
@@ -66,6 +88,6 @@ export function connectEngine(): EngineClient {
       if (status !== 'ready' || !info) throw unavailable();
       return info;
     },
-    scoreText: (request: TextScoreRequest) => call<TextScoreResult>({ op: 'score', payload: request }, requestTimeoutMs(request)),
+    scoreText: (request: TextScoreRequest, signal?: AbortSignal) => call<TextScoreResult>({ op: 'score', payload: request }, requestTimeoutMs(request), signal),
   };
 }

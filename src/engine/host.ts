@@ -1,6 +1,6 @@
 // The engine host lives in the cluster primary: it forks the engine process (one model copy),
-// relays every HTTP worker's engine requests to it, tells workers whether it is up, restarts it
-// when it dies, and exposes its counters to Prometheus.
+// relays every HTTP worker's engine requests (and their cancellations) to it, tells workers whether
+// it is up, restarts it when it dies, and exposes its counters to Prometheus.
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Worker } from 'node:cluster';
 import path from 'node:path';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Gauge } from 'prom-client';
 import { ENGINE_CH, ENGINE_CONFIG_ENV, isEngineMessage, type EngineStatus, type ProcessEngineMessage, type WireError, type WorkerEngineMessage } from './ipc.js';
 import type { NativeStats } from './native.js';
-import { EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
 const RESTART_BASE_MS = 500;
 const RESTART_MAX_MS = 30_000;
@@ -25,7 +25,8 @@ export interface EngineHost extends EngineService {
   /** Resolves with the model facts once the first load succeeded; rejects if it failed. */
   ready: Promise<EngineInfo>;
   attach(worker: Worker): void;
-  stop(): Promise<void>;
+  /** Stops restarting the engine at once, then stops it once `drained` settles (the workers' in-flight requests). */
+  stop(drained?: Promise<unknown>): Promise<void>;
 }
 
 interface Relay {
@@ -76,6 +77,10 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     }
     relays.set(op.id, relay);
     child.send(op);
+  }
+
+  function cancel(id: number): void {
+    if (relays.has(id) && child?.connected) child.send({ type: 'cancel', id } satisfies ProcessEngineMessage);
   }
 
   function spawn(): void {
@@ -149,30 +154,55 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   return {
     ready,
     info: () => ready,
-    scoreText: (payload: TextScoreRequest) =>
+    scoreText: (payload: TextScoreRequest, signal?: AbortSignal) =>
       new Promise<TextScoreResult>((resolve, reject) => {
+        if (signal?.aborted) return reject(cancelledError());
+        const id = nextId++;
+        const onAbort = (): void => cancel(id);
+        signal?.addEventListener('abort', onAbort, { once: true });
         request(
-          { type: 'request', id: nextId++, op: 'score', payload },
-          { reply: (msg) => (msg.ok ? resolve(msg.result as TextScoreResult) : reject(new EngineError(msg.error.code, msg.error.message, msg.error.details ?? {}))) },
+          { type: 'request', id, op: 'score', payload },
+          {
+            reply: (msg) => {
+              signal?.removeEventListener('abort', onAbort);
+              if (msg.ok) resolve(msg.result as TextScoreResult);
+              else reject(new EngineError(msg.error.code, msg.error.message, msg.error.details ?? {}));
+            },
+          },
         );
       }),
     attach(worker) {
       workers.add(worker);
-      worker.on('exit', () => workers.delete(worker));
+      // This worker's requests in the engine: its ids to ours, so its cancels (and its death) reach them.
+      const outstanding = new Map<number, number>();
+      worker.on('exit', () => {
+        workers.delete(worker);
+        for (const id of outstanding.values()) cancel(id);
+      });
       worker.on('message', (msg: unknown) => {
-        if (!isEngineMessage(msg) || msg.type !== 'request') return;
+        if (!isEngineMessage(msg)) return;
+        if (msg.type === 'subscribe') return statusMessageFor(worker);
+        if (msg.type === 'cancel') {
+          const id = outstanding.get(msg.id);
+          if (id !== undefined) cancel(id);
+          return;
+        }
+        if (msg.type !== 'request') return;
         const workerId = msg.id;
         const { ch: _ch, id: _id, ...op } = msg;
-        request({ ...op, id: nextId++ } as ProcessEngineMessage & { type: 'request' }, {
+        const id = nextId++;
+        outstanding.set(workerId, id);
+        request({ ...op, id } as ProcessEngineMessage & { type: 'request' }, {
           reply: (res) => {
+            outstanding.delete(workerId);
             if (worker.isConnected()) worker.send({ ...res, ch: ENGINE_CH, id: workerId } satisfies WorkerEngineMessage);
           },
         });
       });
-      statusMessageFor(worker);
     },
-    async stop() {
+    async stop(drained) {
       stopping = true;
+      await drained;
       const proc = child;
       if (!proc) return;
       await new Promise<void>((resolve) => {
@@ -210,6 +240,7 @@ function registerEngineMetrics(src: { up: () => number; restarts: () => number; 
   fromStats('arbitra_engine_decodes_total', 'llama_decode calls since the engine started', (s) => s.decodes);
   fromStats('arbitra_engine_tokens_evaluated_total', 'Tokens run through the model since the engine started', (s) => s.tokensEvaluated);
   fromStats('arbitra_engine_branches_scored_total', 'Question branches scored since the engine started', (s) => s.branchesScored);
+  fromStats('arbitra_engine_jobs_cancelled_total', 'Scoring jobs dropped because their client left or their deadline passed', (s) => s.jobsCancelled);
   fromStats('arbitra_engine_last_batch_tokens', 'Tokens in the most recent llama_decode batch', (s) => s.lastBatchTokens);
   fromStats('arbitra_engine_last_batch_branches', 'Branches in the most recent llama_decode batch', (s) => s.lastBatchBranches);
   fromStats('arbitra_engine_cached_prefixes', 'Prefixes kept in the KV cache', (s) => s.cachedPrefixes);

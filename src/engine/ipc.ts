@@ -1,5 +1,6 @@
 // Messages of the engine channel. Workers talk to the primary (`ch: 'engine'`), the primary
-// relays to the engine process; responses travel back the same way.
+// relays to the engine process; responses travel back the same way. A request's `cancel` follows
+// the same path and stops its remaining work at the engine's next batch boundary.
 import type { EngineErrorCode, EngineInfo, TextScoreRequest } from './types.js';
 
 export const ENGINE_CH = 'engine';
@@ -18,15 +19,18 @@ export interface WireError {
 
 export type EngineResponse = { type: 'response'; id: number; ok: true; result: unknown } | { type: 'response'; id: number; ok: false; error: WireError };
 
-/** Worker <-> primary. */
+/** Worker <-> primary. A worker asks for the status when it starts: a broadcast sent before it listened is lost. */
 export type WorkerEngineMessage =
   | ({ ch: typeof ENGINE_CH; type: 'request'; id: number } & EngineOp)
+  | { ch: typeof ENGINE_CH; type: 'cancel'; id: number }
+  | { ch: typeof ENGINE_CH; type: 'subscribe' }
   | ({ ch: typeof ENGINE_CH } & EngineResponse)
   | { ch: typeof ENGINE_CH; type: 'status'; status: EngineStatus; info?: EngineInfo; message?: string };
 
 /** Primary <-> engine process. */
 export type ProcessEngineMessage =
   | ({ type: 'request'; id: number } & EngineOp)
+  | { type: 'cancel'; id: number }
   | EngineResponse
   | { type: 'ready'; info: EngineInfo }
   | { type: 'failed'; error: WireError };

@@ -4,7 +4,7 @@ import os from 'node:os';
 import type { ChatMessage } from './frame.js';
 import { modelChecksum } from '../models/checksum.js';
 import { loadAddon, type NativeEngine, type NativeStats } from './native.js';
-import { EngineError, type EngineErrorCode, type EngineOptions, type ModelFacts } from './types.js';
+import { cancelledError, EngineError, type EngineErrorCode, type EngineOptions, type ModelFacts } from './types.js';
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   contextSize: 4096,
@@ -43,7 +43,15 @@ function asEngineError(err: unknown): EngineError {
   return new EngineError(code, e.message);
 }
 
+export interface ScoreOptions {
+  /** Whose request it is: batches are shared fairly between tenants. */
+  tenant?: string;
+  signal?: AbortSignal;
+}
+
 export class LlamaEngine {
+  private nextTicket = 1;
+
   private constructor(
     private readonly native: NativeEngine,
     readonly facts: ModelFacts,
@@ -110,11 +118,20 @@ export class LlamaEngine {
    * Scores every branch against the shared prefix in batched decodes: the prefix is evaluated once
    * (or found in the prefix cache) and each branch's suffix shares its KV cells.
    */
-  async score(prefix: Int32Array, branches: ScoreBranchTokens[]): Promise<ScoreOutcome> {
+  async score(prefix: Int32Array, branches: ScoreBranchTokens[], opts: ScoreOptions = {}): Promise<ScoreOutcome> {
+    const { signal } = opts;
+    if (signal?.aborted) throw cancelledError();
+    // Tickets wrap within uint32 and skip 0, which means "not cancellable".
+    const ticket = this.nextTicket;
+    this.nextTicket = (this.nextTicket % 0xffff_fffe) + 1;
+    const cancel = (): void => void this.native.cancel(ticket);
+    signal?.addEventListener('abort', cancel, { once: true });
     try {
-      return await this.native.score(prefix, branches);
+      return await this.native.score(prefix, branches, { tenant: opts.tenant, ticket });
     } catch (err) {
       throw asEngineError(err);
+    } finally {
+      signal?.removeEventListener('abort', cancel);
     }
   }
 

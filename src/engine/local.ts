@@ -101,7 +101,7 @@ export class LocalEngine implements EngineService {
     return { prefix: concat([frame.head, this.body(request.prefix)]), suffixes: request.branches.map((b) => concat([this.body(b.suffix), frame.tail])) };
   }
 
-  async scoreText(request: TextScoreRequest): Promise<TextScoreResult> {
+  async scoreText(request: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
     if (request.branches.length === 0) throw new EngineError('invalid_request', 'at least one branch is needed');
     if (request.branches.some((b) => b.answers.length === 0 || b.answers.some((a) => a.length === 0))) {
       throw new EngineError('invalid_request', 'every branch needs at least one answer with at least one token');
@@ -119,6 +119,7 @@ export class LocalEngine implements EngineService {
     const outcome = await this.engine.score(
       prefix,
       request.branches.map((b, i) => ({ suffix: suffixes[i]!, candidates: Int32Array.from(b.answers.flat()) })),
+      { tenant: request.tenant, signal },
     );
     return {
       branches: outcome.logprobs.map((lp, i) => {

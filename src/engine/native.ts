@@ -14,6 +14,7 @@ export interface NativeStats {
   tokensEvaluated: number;
   branchesScored: number;
   jobsDone: number;
+  jobsCancelled: number;
   lastBatchTokens: number;
   lastBatchBranches: number;
   queueDepth: number;
@@ -26,7 +27,10 @@ export interface NativeEngine {
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
   detokenize(tokens: Int32Array): string;
   applyChatTemplate(messages: { role: string; content: string }[]): string | null;
-  score(prefix: Int32Array, branches: { suffix: Int32Array; candidates: Int32Array }[]): Promise<NativeScoreOutcome>;
+  /** A non-zero ticket lets cancel(ticket) drop the job at the next batch boundary. */
+  score(prefix: Int32Array, branches: { suffix: Int32Array; candidates: Int32Array }[], options?: { tenant?: string; ticket?: number }): Promise<NativeScoreOutcome>;
+  /** false when no unsettled job holds the ticket. */
+  cancel(ticket: number): boolean;
   stats(): NativeStats;
   close(): Promise<void>;
 }

@@ -22,10 +22,22 @@ async function main(): Promise<void> {
     send({ type: 'failed', error: wire(err) });
     process.exit(1);
   }
+  // Scoring requests still running, by the primary's id, so a `cancel` can reach them.
+  const running = new Map<number, AbortController>();
   process.on('message', (msg: ProcessEngineMessage) => {
+    if (msg.type === 'cancel') {
+      running.get(msg.id)?.abort();
+      return;
+    }
     if (msg.type !== 'request') return;
-    const work: Promise<unknown> =
-      msg.op === 'score' ? engine.scoreText(msg.payload) : msg.op === 'info' ? engine.info() : Promise.resolve(engine.engine.stats());
+    let work: Promise<unknown>;
+    if (msg.op === 'score') {
+      const aborter = new AbortController();
+      running.set(msg.id, aborter);
+      work = engine.scoreText(msg.payload, aborter.signal).finally(() => running.delete(msg.id));
+    } else {
+      work = msg.op === 'info' ? engine.info() : Promise.resolve(engine.engine.stats());
+    }
     work.then(
       (result) => send({ type: 'response', id: msg.id, ok: true, result }),
       (err) => send({ type: 'response', id: msg.id, ok: false, error: wire(err) }),
@@ -35,7 +47,10 @@ async function main(): Promise<void> {
   process.on('disconnect', () => {
     void engine.close().finally(() => process.exit(0));
   });
+  // Ctrl-C and a service manager's SIGTERM reach the whole process group; the primary stops this
+  // process once the HTTP workers have answered what they hold.
   process.on('SIGINT', () => {});
+  process.on('SIGTERM', () => {});
   send({ type: 'ready', info: await engine.info() });
 }
 

@@ -95,6 +95,8 @@ export interface TextScoreRequest {
   branches: TextBranch[];
   /** Reject with `context_exceeded` when prefix + the longest suffix exceed this many tokens. */
   maxPromptTokens: number;
+  /** Whose request it is (an API key id): the engine shares its batches fairly between tenants. */
+  tenant?: string;
 }
 
 export interface TextScoreResult {
@@ -125,7 +127,13 @@ export class EngineError extends Error {
 /** What the HTTP workers use; implemented in-process (tests, single process) and over IPC (cluster). */
 export interface EngineService {
   info(): Promise<EngineInfo>;
-  scoreText(request: TextScoreRequest): Promise<TextScoreResult>;
+  /** Rejects with `cancelled` once `signal` aborts; the engine drops the rest of the work at its next batch. */
+  scoreText(request: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult>;
+}
+
+/** The rejection of work whose signal aborted. */
+export function cancelledError(): EngineError {
+  return new EngineError('cancelled', 'the request was cancelled');
 }
 
 /** The longest prompt (prefix + one suffix) the engine can score for this model. */

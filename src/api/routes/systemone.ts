@@ -9,8 +9,9 @@ import { SystemOneRequest, SystemOneResponse, type RetentionInfo, type Usage } f
 import { validateSystemOneRequest } from '../schemas/systemone-validate.js';
 import { findInlineImage, readSystemOneBody, refuseImages, validateAssets } from '../assets.js';
 import type { ModelCatalog } from './models.js';
-import { decide, LONG_CONTEXT_HEADER, refusedPreviews } from '../../decision/decide.js';
-import { promptCapacity, type EngineService } from '../../engine/types.js';
+import { decide, LONG_CONTEXT_HEADER, overCaps, refusedPreviews } from '../../decision/decide.js';
+import { EngineError, promptCapacity, type EngineService } from '../../engine/types.js';
+import type { LimitsConfig } from '../../limits/config.js';
 import type { FormPart } from '../../http/multipart.js';
 import type { HttpRequest, HttpResponse, Route } from '../../http/types.js';
 import type { RequestGate } from '../../limits/types.js';
@@ -28,8 +29,8 @@ export interface SystemOneDeps {
   contextTokens: number | null;
   /** Apply the newest calibration fitted for the served model and layout (ARBITRA_CALIBRATION). */
   calibration: boolean;
-  /** How long a retained request is kept (ARBITRA_RETENTION_DAYS). */
-  limits: { retentionDays: number };
+  /** Retention, the per-request caps and the deadline. */
+  limits: Pick<LimitsConfig, 'retentionDays' | 'maxQuestions' | 'maxBranches' | 'requestDeadlineSeconds'>;
   /** Honour Idempotency-Key (default true). */
   idempotencyEnabled?: boolean;
   /** Clock for retention dates (tests). */
@@ -86,6 +87,38 @@ function idempotencyKey(req: HttpRequest): string | null {
   return key;
 }
 
+/**
+ * One signal for "stop working on this": the client went away or the deadline (0 = none) passed;
+ * why() names which, as the error to answer with.
+ */
+function watchRequest(client: AbortSignal | undefined, deadlineSeconds: number): { signal: AbortSignal; why: () => ApiError; clear: () => void } {
+  const stop = new AbortController();
+  let expired = false;
+  const timer =
+    deadlineSeconds > 0
+      ? setTimeout(() => {
+          expired = true;
+          stop.abort();
+        }, deadlineSeconds * 1000)
+      : undefined;
+  const onGone = (): void => stop.abort();
+  client?.addEventListener('abort', onGone, { once: true });
+  if (client?.aborted) stop.abort();
+  return {
+    signal: stop.signal,
+    why: () =>
+      expired
+        ? new ApiError('deadline_exceeded', `The decision did not finish within the server's deadline of ${deadlineSeconds} s (ARBITRA_REQUEST_DEADLINE_SECONDS) and was cancelled; ask fewer questions or send a shorter state.`, {
+            deadline_seconds: deadlineSeconds,
+          })
+        : new ApiError('client_closed_request', 'The client closed the connection before the decision was ready; its work was cancelled.'),
+    clear: () => {
+      clearTimeout(timer);
+      client?.removeEventListener('abort', onGone);
+    },
+  };
+}
+
 function replay(stored: Buffer, status: number): HttpResponse {
   const { id } = JSON.parse(stored.toString('utf8')) as { id: string };
   return { status, headers: { 'x-typesafe-request-id': id, 'x-request-id': id, 'idempotent-replayed': 'true' }, body: stored };
@@ -115,7 +148,11 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
     if (model === null) throw deps.models.unknown(request.model!);
     // No engine build here has an image encoder, so opting in only changes which refusal is given;
     // box questions are refused with the images, so one 422 names everything the model cannot see.
-    const refused = [...refuseImages(images, findInlineImage(fields.state), headerOn(req, IMAGES_HEADERS), IMAGES_HEADER), ...refusedPreviews(request)];
+    const refused = [
+      ...refuseImages(images, findInlineImage(fields.state), headerOn(req, IMAGES_HEADERS), IMAGES_HEADER),
+      ...refusedPreviews(request),
+      ...overCaps(request, { questions: deps.limits.maxQuestions, branches: deps.limits.maxBranches }),
+    ];
     if (refused.length > 0) throw new ValidationFailure(refused);
     const info = await deps.engine.info();
     const longContext = headerOn(req, LONG_CONTEXT_HEADERS);
@@ -135,10 +172,21 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
     }
 
     const admission = await deps.gate.admit(key);
+    const watch = watchRequest(req.signal, deps.limits.requestDeadlineSeconds);
     let decision;
     try {
-      decision = await decide(request, deps.engine, info, { maxPromptTokens, longContext, calibration: calibrationFor(info.sha256) });
+      decision = await decide(request, deps.engine, info, {
+        maxPromptTokens,
+        longContext,
+        calibration: calibrationFor(info.sha256),
+        tenant: key.id,
+        signal: watch.signal,
+      });
+    } catch (err) {
+      if (err instanceof EngineError && err.code === 'cancelled') throw watch.why();
+      throw err;
     } finally {
+      watch.clear();
       admission.release();
     }
     const charge = await deps.gate.meter(key, { inputTokens: decision.usage.input_tokens, outputTokens: decision.usage.output_tokens });
