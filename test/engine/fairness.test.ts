@@ -1,0 +1,80 @@
+// The scheduler on the real model: a small request submitted behind a large one finishes first
+// (batches are shared round-robin, not served in arrival order), tenants share batches, a cancelled
+// job stops at a batch boundary and frees its sequences, and none of this changes a score.
+import t from 'tap';
+import { createLocalEngine } from '../../src/engine/local.js';
+import type { ScoreBranchTokens } from '../../src/engine/llama-engine.js';
+import { EngineError } from '../../src/engine/types.js';
+import { TEST_MODEL } from '../helpers/models.js';
+
+const TOLERANCE = 1e-3;
+// Small batches make the large job span many decodes, so arrival order and round-robin differ.
+const local = await createLocalEngine(TEST_MODEL, { threads: 1, contextSize: 512, maxSequences: 8, batchSize: 256, microBatchSize: 256 });
+t.teardown(() => local.close());
+const engine = local.engine;
+const bare = (text: string) => engine.tokenize(text, { addSpecial: false });
+const prefix = (text: string) => engine.tokenize(text, { addSpecial: true });
+const candidates = Int32Array.from([bare(' yes')[0]!, bare(' no')[0]!]);
+
+function branches(count: number, tag: string): ScoreBranchTokens[] {
+  return Array.from({ length: count }, (_, i) => ({ suffix: bare(`\nQuestion ${tag} ${i}: is item ${i} on the list? Answer:`), candidates }));
+}
+
+/** Resolves with the order in which the promises settled. */
+function settleOrder(named: Record<string, Promise<unknown>>): Promise<string[]> {
+  const order: string[] = [];
+  return Promise.allSettled(Object.entries(named).map(([name, p]) => p.finally(() => order.push(name)))).then(() => order);
+}
+
+t.test('a small request behind a large one finishes first, with the score it gets alone', async (t) => {
+  const smallPrefix = prefix('The cat sat on the mat.');
+  const smallBranches = branches(1, 'small');
+  const alone = await engine.score(smallPrefix, smallBranches);
+
+  const large = engine.score(prefix('A long shopping list: apples, pears, plums, bread, milk.'), branches(120, 'large'), { tenant: 'big' });
+  // Let the large job take the engine first.
+  await new Promise((resolve) => setImmediate(resolve));
+  const small = engine.score(smallPrefix, smallBranches, { tenant: 'small' });
+  const order = await settleOrder({ large, small });
+  t.same(order, ['small', 'large'], 'the small request does not wait for the large one');
+  const shared = await small;
+  const diff = Math.max(...alone.logprobs[0]!.map((x, k) => Math.abs(x - shared.logprobs[0]![k]!)));
+  t.ok(diff <= TOLERANCE, `sharing batches with the large job leaves the small score unchanged (difference ${diff.toFixed(5)})`);
+  t.equal((await large).logprobs.length, 120, 'the large request is still answered in full');
+});
+
+t.test('batches are shared between tenants before jobs: one tenant's two jobs do not crowd out another's one', async (t) => {
+  const a = engine.score(prefix('Tenant A writes about rivers.'), branches(40, 'a'), { tenant: 'a' });
+  const a2 = engine.score(prefix('Tenant A writes about lakes.'), branches(40, 'a2'), { tenant: 'a' });
+  await new Promise((resolve) => setImmediate(resolve));
+  const b = engine.score(prefix('Tenant B writes about mountains.'), branches(40, 'b'), { tenant: 'b' });
+  const order = await settleOrder({ a, a2, b });
+  // Tenant b has one job against tenant a's two: round-robin over tenants gives b half of every
+  // batch, so it finishes before a's jobs, which split the other half.
+  t.equal(order[0], 'b', `the tenant with one job finishes first (order ${order.join(', ')})`);
+});
+
+t.test('a cancelled job stops at the next batch and leaves the engine healthy', async (t) => {
+  const before = engine.stats();
+  const aborter = new AbortController();
+  const started = Date.now();
+  const job = engine.score(prefix('An enormous questionnaire follows.'), branches(400, 'gone'), { signal: aborter.signal });
+  setTimeout(() => aborter.abort(), 200);
+  const err = await job.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  t.ok(err instanceof EngineError && err.code === 'cancelled', 'the promise rejects with code cancelled');
+  const after = engine.stats();
+  t.equal(after.jobsCancelled - before.jobsCancelled, 1, 'the engine counts one cancelled job');
+  t.ok(after.branchesScored - before.branchesScored < 400, `the rest of its branches were never scored (${after.branchesScored - before.branchesScored} of 400)`);
+  t.ok(Date.now() - started < 60_000, 'cancellation did not wait for the whole job');
+
+  const again = await engine.score(prefix('The cat sat on the mat.'), branches(3, 'after'));
+  t.equal(again.logprobs.length, 3, 'the next request is answered');
+
+  const early = new AbortController();
+  early.abort();
+  const refused = await engine.score(prefix('Never started.'), branches(1, 'x'), { signal: early.signal }).catch((e: unknown) => e);
+  t.ok(refused instanceof EngineError && refused.code === 'cancelled', 'an already aborted signal is refused before any work');
+});
