@@ -6,6 +6,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError, type ValueErrorIterator } from '@sinclair/typebox/errors';
 import { Value } from '@sinclair/typebox/value';
 import { ValidationFailure, type ValidationErrorItem } from './errors.js';
+import { decodeUtf8, findJsonFault, MAX_JSON_DEPTH, TOO_DEEP } from '../http/json-guard.js';
 import type { HttpRequest } from '../http/types.js';
 
 export type Validator = (value: unknown) => ValidationErrorItem[];
@@ -22,21 +23,33 @@ export function parseJsonBody(req: HttpRequest, opts: { optional?: boolean } = {
   return parseJson(req.body, opts);
 }
 
-/** JSON bytes → value, or the 422 FastAPI would give (missing when empty, json_invalid with a position). */
+/**
+ * JSON bytes → value, or the 422 FastAPI would give: missing when empty, json_invalid with a
+ * position when malformed. Bytes that are not UTF-8, a lone surrogate in a string or member name
+ * and nesting past MAX_JSON_DEPTH are json_invalid too (at ["body"] or the path of the value), so
+ * nothing after this sees text it cannot encode or a value it cannot walk.
+ */
 export function parseJson(bytes: Buffer, opts: { optional?: boolean } = {}): unknown {
-  const text = bytes.toString('utf8');
+  const text = decodeUtf8(bytes);
+  if (text === null) throw jsonInvalid(['body'], 'the body is not valid UTF-8');
   if (text.trim() === '') {
     if (opts.optional) return undefined;
     throw new ValidationFailure([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     const fault = locateJsonError(text);
-    throw new ValidationFailure([
-      { type: 'json_invalid', loc: ['body', fault.pos], msg: 'JSON decode error', input: {}, ctx: { error: fault.reason } },
-    ]);
+    throw jsonInvalid(['body', fault.pos], fault.reason);
   }
+  const fault = findJsonFault(value);
+  if (fault) throw jsonInvalid(['body', ...fault.path], fault.reason);
+  return value;
+}
+
+function jsonInvalid(loc: Loc, reason: string): ValidationFailure {
+  return new ValidationFailure([{ type: 'json_invalid', loc, msg: 'JSON decode error', input: {}, ctx: { error: reason } }]);
 }
 
 /**
@@ -79,9 +92,18 @@ export function locateJsonError(text: string): { pos: number; reason: string } {
       i++;
     }
   };
+  // Nesting is bounded before recursing, as for a body that parses, so a deep malformed body
+  // cannot exhaust the stack of the very scanner that explains it.
+  let depth = 0;
   const value = (): void => {
     ws();
     const c = text[i];
+    if ((c === '{' || c === '[') && depth === MAX_JSON_DEPTH) throw new Fault(i, TOO_DEEP);
+    depth++;
+    scanValue(c);
+    depth--;
+  };
+  const scanValue = (c: string | undefined): void => {
     if (c === '{') {
       i++;
       ws();
@@ -133,7 +155,7 @@ export function locateJsonError(text: string): { pos: number; reason: string } {
     value();
     ws();
     if (i < text.length) return { pos: i, reason: 'Extra data' };
-    // JSON.parse refused something the scanner accepted (e.g. a lone surrogate): blame the start.
+    // JSON.parse refused something the scanner accepted: blame the start.
     return { pos: 0, reason: 'Expecting value' };
   } catch (err) {
     if (err instanceof Fault) return { pos: err.pos, reason: err.reason };
