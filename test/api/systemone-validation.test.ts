@@ -113,3 +113,23 @@ t.test('a question named __proto__ survives validation', async (t) => {
   const r = validateSystemOneRequest(JSON.parse('{"state":"s","questions":{"__proto__":{"instructions":"q?"}}}'));
   t.same(r.questions.map((q) => q.name), ['__proto__']);
 });
+
+t.test('a question name of any characters is checked like any other', async (t) => {
+  const names = ['a\nb', 'line\r\nbreak', '\u2028', 'nul\u0000', '', '__proto__', 'constructor', 'n'.repeat(10_000)];
+  // Messages name the index: a raw U+2028 in one would break the TAP stream.
+  names.forEach((name, i) => {
+    t.same(
+      fail(JSON.parse(`{"state":"s","questions":{${JSON.stringify(name)}:true}}`)).map((d) => [d.type, d.loc]),
+      [['dict_type', ['body', 'questions', name]]],
+      `name ${i} with a value that is not a question`,
+    );
+  });
+  const all = validateSystemOneRequest(JSON.parse(`{"state":"s","questions":{${names.map((n) => `${JSON.stringify(n)}:{}`).join(',')}}}`));
+  t.same(all.questions.map((q) => q.name).sort(), [...names].sort(), 'and answered under its own name when it is one');
+  t.same(
+    [...new Set(fail({ state: 's', questions: { 'a\nb': { type: 'score', criteria: { 'lo\nw': 1, high: null } } } }).map((d) => JSON.stringify(d.loc)))],
+    [JSON.stringify(['body', 'questions', 'a\nb', 'criteria', 'lo\nw'])],
+    'criteria labels with a line break too',
+  );
+  t.same(fail({ state: 's', questions: {} }).map((d) => [d.type, d.loc]), [['too_short', ['body', 'questions']]], 'no questions at all');
+});

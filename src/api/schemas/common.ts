@@ -1,8 +1,14 @@
 // Building blocks shared by the request and response schemas.
 import { Type, type Static } from '@sinclair/typebox';
 
+/**
+ * The key of a record: any member name. TypeBox keys a Type.String() record by the pattern ^(.*)$,
+ * whose dot stops at a line break, so a member whose name held one was never checked at all.
+ */
+export const MemberName = Type.String({ pattern: '^[\\s\\S]*$' });
+
 /** Any JSON object; arrays are not objects here (TypeBox's default policy rejects them). */
-export const JsonObject = Type.Record(Type.String(), Type.Unknown());
+export const JsonObject = Type.Record(MemberName, Type.Unknown());
 
 /**
  * Free-form content as the third party's clients send it for state, instructions and criteria

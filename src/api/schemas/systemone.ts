@@ -1,7 +1,7 @@
 // POST /v1/systemone: the request, its question variants and options, and the response.
 // Unknown members are allowed everywhere (TypeBox's default), so newer clients keep working.
 import { Type, type Static } from '@sinclair/typebox';
-import { ConfidenceBand, Entry, JsonObject } from './common.js';
+import { ConfidenceBand, Entry, JsonObject, MemberName } from './common.js';
 
 const Instructions = Type.Optional(Entry);
 
@@ -25,7 +25,7 @@ export const NoulQuestion = Type.Object({
 
 export const ChoiceCriteria = Type.Union(
   [
-    Type.Record(Type.String(), Entry, { description: 'label → description (null for none), in order' }),
+    Type.Record(MemberName, Entry, { description: 'label → description (null for none), in order' }),
     Type.Array(Type.String(), { description: 'labels without descriptions' }),
     Type.String({ description: 'labels separated by newlines, or by commas when on one line' }),
     Type.Null(),
@@ -42,7 +42,7 @@ export const ChoiceQuestion = Type.Object({
 export const ScoreCriteria = Type.Union(
   [
     Type.Array(Entry, { description: 'level descriptions, lowest first; level i is score i' }),
-    Type.Record(Type.String(), Entry, { description: 'levels in key order' }),
+    Type.Record(MemberName, Entry, { description: 'levels in key order' }),
     Type.String({ description: 'one level per line, lowest first' }),
     Type.Null(),
   ],
@@ -131,7 +131,7 @@ const requestMembers = {
   assets: Type.Optional(
     Type.Union(
       [
-        Type.Record(Type.String({ minLength: 1 }), Asset, {
+        Type.Record(MemberName, Asset, {
           minProperties: 1,
           description:
             'Preview, with the images danger-zone header: images keyed by a placeholder that appears in the state, instructions or criteria (e.g. <image:…>). Every placeholder needs its asset and every asset must be referenced. A text-only model answers 422 naming the asset; an image is never silently ignored.',
@@ -144,14 +144,14 @@ const requestMembers = {
 
 export const SystemOneRequest = Type.Object({
   ...requestMembers,
-  questions: Type.Record(Type.String(), Question, { minProperties: 1, description: 'question name → question; at least one. Names are never shown to the model.' }),
+  questions: Type.Record(MemberName, Question, { minProperties: 1, description: 'question name → question; at least one. Names are never shown to the model.' }),
 });
 export type SystemOneRequest = Static<typeof SystemOneRequest>;
 
 /** The request with every question still unchecked: each question is validated against its own variant. */
 export const SystemOneEnvelope = Type.Object({
   ...requestMembers,
-  questions: Type.Record(Type.String(), JsonObject, { minProperties: 1 }),
+  questions: Type.Record(MemberName, JsonObject, { minProperties: 1 }),
 });
 
 // ---- response ----
@@ -168,7 +168,7 @@ const LabelMass = Type.Optional(
   }),
 );
 const RawProbabilities = Type.Optional(
-  Type.Union([Type.Record(Type.String(), Type.Number()), Type.Null()], {
+  Type.Union([Type.Record(MemberName, Type.Number()), Type.Null()], {
     description: 'the single unpermuted pass; null unless options.return_raw_probabilities',
   }),
 );
@@ -186,7 +186,7 @@ export type NoulAnswer = Static<typeof NoulAnswer>;
 export const ChoiceAnswer = Type.Object({
   type: Type.Literal('choice', { default: 'choice' }),
   choice: Type.String({ description: 'the most probable label' }),
-  probabilities: Type.Record(Type.String(), Type.Number(), { description: 'label → probability, summing to 1; uncalibrated unless meta.calibration_version is set' }),
+  probabilities: Type.Record(MemberName, Type.Number(), { description: 'label → probability, summing to 1; uncalibrated unless meta.calibration_version is set' }),
   confidence: Type.Number({ description: '(max p − 1/N) / (1 − 1/N): 1 when certain, 0 when uniform' }),
   confidence_band: Type.Optional(ConfidenceBand),
   raw_probabilities: RawProbabilities,
@@ -198,10 +198,10 @@ export type ChoiceAnswer = Static<typeof ChoiceAnswer>;
 export const ScoreAnswer = Type.Object({
   type: Type.Literal('score', { default: 'score' }),
   score: Type.Number({ description: 'the most probable level index, from 0 to levels − 1' }),
-  legend: Type.Record(Type.String(), Type.Union([Type.String(), JsonObject, Type.Array(Type.Unknown())]), {
+  legend: Type.Record(MemberName, Type.Union([Type.String(), JsonObject, Type.Array(Type.Unknown())]), {
     description: 'level index → the level description exactly as sent (text, object or array); "" for a level sent as null',
   }),
-  probabilities: Type.Record(Type.String(), Type.Number(), { description: 'level index → probability, summing to 1' }),
+  probabilities: Type.Record(MemberName, Type.Number(), { description: 'level index → probability, summing to 1' }),
   confidence: Type.Number({ description: 'max(0, 1 − Σ pᵢ·|i − mode| / U(N)), U(N) = Σᵢ |i − (N−1)/2| / N: 1 when certain' }),
   confidence_band: Type.Optional(ConfidenceBand),
   raw_probabilities: RawProbabilities,
@@ -276,7 +276,7 @@ export type RetentionInfo = Static<typeof RetentionInfo>;
 export const SystemOneResponse = Type.Object({
   id: Type.String({ description: 'identifies the request; also sent as x-typesafe-request-id' }),
   model: Type.String(),
-  answers: Type.Record(Type.String(), Answer),
+  answers: Type.Record(MemberName, Answer),
   usage: Usage,
   meta: Type.Optional(Type.Union([ResponseMeta, Type.Null()])),
   retention: Type.Optional(Type.Union([RetentionInfo, Type.Null()])),
