@@ -237,6 +237,16 @@ export function compileBodyParser<T extends TSchema>(schema: T): (req: HttpReque
   };
 }
 
+/** The handler entry for path parameters: checked against `schema`, problems located at ["path", name]. */
+export function compileParamsParser<T extends TSchema>(schema: T): (req: HttpRequest) => Static<T> {
+  const validate = compileValidator(schema, ['path']);
+  return (req) => {
+    const errors = validate(req.params);
+    if (errors.length > 0) throw new ValidationFailure(errors);
+    return req.params as Static<T>;
+  };
+}
+
 /** A pydantic `value_error` for rules a schema cannot express (raised by handlers). */
 export function valueError(loc: Loc, message: string, input: unknown): ValidationErrorItem {
   return { type: 'value_error', loc, msg: `Value error, ${message}`, input, ctx: { error: message } };

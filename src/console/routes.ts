@@ -1,9 +1,10 @@
 // /v1/console/*: user sync, API keys, account, usage and verification tokens. Every handler first
 // establishes the console identity (operator token + user email), then validates its body.
-import type { TSchema, Static } from '@sinclair/typebox';
+import { Type, type TSchema, type Static } from '@sinclair/typebox';
 import { ApiError, ValidationFailure } from '../api/errors.js';
 import { consoleIdentity } from '../api/auth.js';
-import { applyDefaults, compileBodyParser, compileValidator, dropUnknownMembers, parseJsonBody } from '../api/validation.js';
+import { PathId } from '../api/schemas/common.js';
+import { applyDefaults, compileBodyParser, compileParamsParser, compileValidator, dropUnknownMembers, parseJsonBody } from '../api/validation.js';
 import type { HttpRequest, Route } from '../http/types.js';
 import type { LimitsConfig } from '../limits/config.js';
 import type { Store } from '../store/index.js';
@@ -47,6 +48,8 @@ function optionalBody<T extends TSchema>(schema: T): (req: HttpRequest) => Stati
   };
 }
 
+const KeyParams = Type.Object({ key_id: PathId });
+
 export function consoleRoutes(deps: ConsoleDeps): Route[] {
   const { store, limits } = deps;
   const identify = (req: HttpRequest) => consoleIdentity(req, deps.consoleToken);
@@ -54,6 +57,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
   const parseKeyCreate = optionalBody(ApiKeyCreate);
   const parseTokenCreate = optionalBody(VerificationTokenCreate);
   const parseTokenUse = compileBodyParser(VerificationTokenUse);
+  const parseKeyParams = compileParamsParser(KeyParams);
 
   function listItem(k: ApiKeyRecord, month: string): ApiKeyListItemT {
     return {
@@ -121,12 +125,13 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       method: 'DELETE',
       path: '/v1/console/api-keys/{key_id}',
       summary: 'Revoke an API key at once; the next request with it, on any worker, is 401.',
-      schemas: { response: ApiKeyRevokeResponse },
+      schemas: { response: ApiKeyRevokeResponse, params: KeyParams },
       handler: async (req) => {
         const { email } = identify(req);
-        const revoked = await store.keys.revoke(req.params.key_id ?? '', email);
+        const { key_id: id } = parseKeyParams(req);
+        const revoked = await store.keys.revoke(id, email);
         if (!revoked || revoked.revoked_at === null) {
-          throw new ApiError('not_found', `No API key with id ${JSON.stringify(req.params.key_id)} for this user.`);
+          throw new ApiError('not_found', `No API key with id ${JSON.stringify(id)} for this user.`);
         }
         return { status: 200, body: { id: revoked.id, revoked: true, revoked_at: revoked.revoked_at } };
       },

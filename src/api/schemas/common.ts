@@ -7,6 +7,16 @@ import { Type, type Static } from '@sinclair/typebox';
  */
 export const MemberName = Type.String({ pattern: '^[\\s\\S]*$' });
 
+/**
+ * Ids in a path are at most this long. The ids the service issues are under 40 characters; 200
+ * leaves room for other shapes (a trace's request_id may be as long) while a store key built from
+ * one stays far below LMDB's key size limit of 1,978 bytes, whatever characters it holds.
+ */
+export const MAX_PATH_ID_LENGTH = 200;
+
+/** A resource id taken from the path; a longer one is a 422 string_too_long at ["path", name]. */
+export const PathId = Type.String({ maxLength: MAX_PATH_ID_LENGTH });
+
 /** Any JSON object; arrays are not objects here (TypeBox's default policy rejects them). */
 export const JsonObject = Type.Record(MemberName, Type.Unknown());
 
