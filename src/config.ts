@@ -8,6 +8,7 @@ import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
 import { limitsPreset, loadLimitsConfig, readBool, LIMITS_DEFAULTS, LIMITS_PRESETS, type LimitsConfig } from './limits/config.js';
 import { DEFAULT_MODEL, findEntry, type CatalogueEntry } from './models/catalogue.js';
 import { packageRoot } from './paths.js';
+import { DEFAULT_MAX_KEYS_PER_USER } from './store/keys.js';
 import type { StoreOptions } from './store/index.js';
 
 export class ConfigError extends Error {
@@ -39,6 +40,8 @@ export interface Config {
   calibration: boolean;
   /** ARBITRA_SELF_TEST: ask the model a few obvious questions once it is loaded (default on). */
   selfTest: boolean;
+  /** Active API keys a user may hold (--max-keys-per-user / ARBITRA_MAX_KEYS_PER_USER). */
+  maxKeysPerUser: number;
 }
 
 interface Setting {
@@ -65,6 +68,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
+  { flag: '--max-keys-per-user', env: 'ARBITRA_MAX_KEYS_PER_USER', help: `active (unrevoked) API keys a user may hold, else 409 (default ${DEFAULT_MAX_KEYS_PER_USER})` },
   { flag: '--limits', env: 'ARBITRA_LIMITS', help: `limits preset: ${Object.keys(LIMITS_PRESETS).join(' or ')}; each limit variable overrides it (default ${LIMITS_DEFAULTS.preset})` },
 ];
 
@@ -176,6 +180,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     limits,
     calibration,
     selfTest,
+    maxKeysPerUser: int('--max-keys-per-user', 1, 1_000_000) ?? DEFAULT_MAX_KEYS_PER_USER,
   };
 }
 
@@ -203,5 +208,9 @@ function parseAliases(text: string | undefined): Record<string, string> {
 
 /** How every serving process opens the LMDB store. */
 export function storeOptions(config: Config): StoreOptions {
-  return { idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, idempotencyMax: config.limits.idempotencyMax };
+  return {
+    idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
+    idempotencyMax: config.limits.idempotencyMax,
+    maxKeysPerUser: config.maxKeysPerUser,
+  };
 }

@@ -7,7 +7,7 @@ import { PathId } from '../api/schemas/common.js';
 import { applyDefaults, compileBodyParser, compileParamsParser, compileValidator, dropUnknownMembers, parseJsonBody } from '../api/validation.js';
 import type { HttpRequest, Route } from '../http/types.js';
 import type { LimitsConfig } from '../limits/config.js';
-import type { Store } from '../store/index.js';
+import { KeyLimitError, type Store } from '../store/index.js';
 import { utcMonth } from '../store/clock.js';
 import type { ApiKeyRecord } from '../store/types.js';
 import {
@@ -101,12 +101,18 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
     route({
       method: 'POST',
       path: '/v1/console/api-keys',
-      summary: 'Create an API key; the full secret is returned once, in this response only.',
+      summary: 'Create an API key; the full secret is returned once, in this response only. A key past the active keys a user may hold (100 by default) is a 409.',
+      errorStatuses: [409],
       schemas: { body: ApiKeyCreate, response: ApiKeyCreateResponse },
       handler: async (req) => {
         const { email } = identify(req);
         const body = parseKeyCreate(req);
-        const { record, secret } = await store.keys.create(email, body.name);
+        const { record, secret } = await store.keys.create(email, body.name).catch((err: unknown) => {
+          if (!(err instanceof KeyLimitError)) throw err;
+          throw new ApiError('conflict', `A user may hold at most ${err.limit} active API keys; revoke one before creating another.`, {
+            max_keys_per_user: err.limit,
+          });
+        });
         return {
           status: 200,
           headers: { 'cache-control': 'no-store' },

@@ -21,6 +21,8 @@ export interface StoreOptions {
   idempotencyTtlSeconds?: number;
   /** ARBITRA_IDEMPOTENCY_MAX, default 2048. */
   idempotencyMax?: number;
+  /** Active API keys per user (ARBITRA_MAX_KEYS_PER_USER), default DEFAULT_MAX_KEYS_PER_USER. */
+  maxKeysPerUser?: number;
 }
 
 export interface PurgeResult {
@@ -77,7 +79,7 @@ export async function openStore(dataDir: string, opts: StoreOptions = {}): Promi
   return {
     dataDir,
     users,
-    keys: createKeyStore(env, users, hash),
+    keys: createKeyStore(env, users, hash, opts.maxKeysPerUser),
     idempotency,
     retention,
     counters: createCounterStore(env),
@@ -102,7 +104,7 @@ export async function openStore(dataDir: string, opts: StoreOptions = {}): Promi
 }
 
 export { normaliseEmail } from './users.js';
-export { looksLikeApiKey, KEY_PREFIX } from './keys.js';
+export { looksLikeApiKey, KEY_PREFIX, DEFAULT_MAX_KEYS_PER_USER, KeyLimitError } from './keys.js';
 export type { UserStore } from './users.js';
 export type { CounterStore, UsageDayRow, AdmitResult, AdmitLimits } from './counters.js';
 export type { WaitlistStore } from './waitlist.js';

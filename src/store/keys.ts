@@ -16,12 +16,26 @@ interface StoredKey extends Omit<ApiKeyRecord, 'last_used_at'> {
   hash: string;
 }
 
+/**
+ * Active (unrevoked) keys a user may hold when ARBITRA_MAX_KEYS_PER_USER is unset: more than any
+ * rotation scheme needs, few enough that a console user cannot grow the store without bound.
+ */
+export const DEFAULT_MAX_KEYS_PER_USER = 100;
+
+/** A create refused because the user already holds `limit` active keys. */
+export class KeyLimitError extends Error {
+  override readonly name = 'KeyLimitError';
+  constructor(readonly limit: number) {
+    super(`the user already has ${limit} active API keys`);
+  }
+}
+
 /** True when the string has the shape of one of our keys; cheap check before hashing. */
 export function looksLikeApiKey(secret: string): boolean {
   return SECRET_RE.test(secret);
 }
 
-export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Hasher): KeyStore {
+export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Hasher, maxActivePerUser = DEFAULT_MAX_KEYS_PER_USER): KeyStore {
   const { keys, key_hashes, user_keys, key_last_used } = env.dbs;
 
   function toRecord(stored: StoredKey): ApiKeyRecord {
@@ -34,12 +48,20 @@ export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Ha
     return (keys.get(id) as StoredKey | undefined) ?? null;
   }
 
+  function keyIdsOf(userId: string): string[] {
+    return [...user_keys.getKeys({ start: [userId], end: [userId, '\uffff'] })].map((k) => (k as [string, string])[1]);
+  }
+
   return {
     async create(email, name) {
       const secret = KEY_PREFIX + randomBase62(SECRET_CHARS);
       const digest = hash(HASH_PURPOSE, secret);
+      // Counted inside the write transaction, which LMDB runs one at a time across every process,
+      // so concurrent creates can never pass the limit together.
       const stored = env.root.transactionSync(() => {
         const user = users.ensureInTxn(email);
+        const active = keyIdsOf(user.id).filter((id) => getStored(id)?.revoked_at === null).length;
+        if (active >= maxActivePerUser) throw new KeyLimitError(maxActivePerUser);
         const record: StoredKey = {
           id: `key_${randomBase62(20)}`,
           user_id: user.id,
@@ -76,8 +98,8 @@ export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Ha
       const user = users.getByEmail(email);
       if (!user) return [];
       const out: ApiKeyRecord[] = [];
-      for (const k of user_keys.getKeys({ start: [user.id], end: [user.id, '\uffff'] })) {
-        const stored = getStored((k as [string, string])[1]);
+      for (const id of keyIdsOf(user.id)) {
+        const stored = getStored(id);
         if (stored) out.push(toRecord(stored));
       }
       return out.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
