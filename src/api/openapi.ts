@@ -3,6 +3,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ERROR_CODES } from './errors.js';
 import { ACCEPTED_CODINGS } from '../http/content-encoding.js';
+import { BODY_METHODS } from '../http/pipeline.js';
 import { API_VERSION } from './render.js';
 import type { Route } from '../http/types.js';
 
@@ -55,6 +56,35 @@ const ERROR_STATUSES_BY_AUTH: Record<string, number[]> = {
   none: [],
 };
 
+/**
+ * Statuses besides 200 that answer with a route's own response body, named on the response schema
+ * (e.g. /health is 503 with its usual body while the model loads); every other error status
+ * carries ErrorResponse.
+ */
+export const ALSO_STATUSES = 'x-also-statuses';
+
+/** Every error status a route can answer, from what the pipeline does before and around it. */
+function errorStatusesOf(route: Route): Set<number> {
+  const statuses = new Set<number>(ERROR_STATUSES_BY_AUTH[route.auth ?? 'none']);
+  // A declared Content-Length over the limit is refused before routing, whatever the method.
+  statuses.add(413);
+  if (BODY_METHODS.has(route.method)) {
+    // A body sent with these methods is gated even where the route reads none: a Content-Type no
+    // route takes is a 415, a Content-Encoding that does not decode a 400.
+    statuses.add(400);
+    statuses.add(415);
+  }
+  for (const s of route.errorStatuses ?? []) statuses.add(s);
+  if (route.path.includes('{')) statuses.add(404);
+  statuses.add(500);
+  return statuses;
+}
+
+/** Whether the route answers 422: it reads a body or path parameters, or the console's email header. */
+function validates(route: Route): boolean {
+  return Boolean(route.schemas?.body || route.bodyTypes || route.path.includes('{') || route.auth === 'console');
+}
+
 export function generateOpenApi(routes: readonly Route[], info: { title?: string; version?: string } = {}): Json {
   const components: Json = {};
   const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -92,20 +122,14 @@ export function generateOpenApi(routes: readonly Route[], info: { title?: string
         content: { 'application/json': { schema: route.schemas?.response ? toJson(route.schemas.response, components) : {} } },
       },
     };
-    const statuses = new Set<number>(ERROR_STATUSES_BY_AUTH[auth]);
-    if (route.schemas?.body || route.bodyTypes) {
-      // 400 is a body whose Content-Encoding does not decode.
-      statuses.add(400);
-      statuses.add(413);
-      statuses.add(415);
-    }
-    for (const s of route.errorStatuses ?? []) statuses.add(s);
-    if (route.path.includes('{')) statuses.add(404);
-    statuses.add(500);
-    if (route.schemas?.body || route.path.includes('{')) {
+    if (validates(route)) {
       responses['422'] = { description: 'Validation error', content: { 'application/json': { schema: ref('HTTPValidationError') } } };
     }
-    for (const s of [...statuses].sort()) responses[String(s)] = errorResponse(s);
+    for (const s of [...errorStatusesOf(route)].sort()) responses[String(s)] = errorResponse(s);
+    const ownBody = route.schemas?.response;
+    for (const s of (ownBody?.[ALSO_STATUSES] as number[] | undefined) ?? []) {
+      responses[String(s)] = { ...errorResponse(s), description: 'The usual body, with this status', content: (responses['200'] as Json).content };
+    }
 
     const parameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => {
       const p = route.schemas?.params?.properties?.[m[1]!] as TSchema | undefined;

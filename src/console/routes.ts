@@ -211,6 +211,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       method: 'POST',
       path: '/v1/console/verification-tokens/use',
       summary: "Consume a verification token of this user: 404 unknown, 409 already used, 410 expired.",
+      errorStatuses: [404, 409, 410],
       schemas: { body: VerificationTokenUse, response: VerificationTokenUseResponse },
       handler: async (req) => {
         const { email } = identify(req);

@@ -12,7 +12,8 @@ import { createRouter } from './router.js';
 import type { HttpApp, HttpRequest, Route, WireResponse } from './types.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** Methods whose request body is gated by type (415) and decoded (400); other methods' bodies are never read. */
+export const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const DEFAULT_BODY_TYPES: readonly BodyType[] = ['json'];
 
 export interface HttpAppOptions {

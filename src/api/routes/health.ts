@@ -1,6 +1,7 @@
 // GET /health: liveness plus what an operator checks first. 503 while the model loads or the
 // engine is down, so load balancers hold traffic back until decisions can be served.
 import { Type } from '@sinclair/typebox';
+import { ALSO_STATUSES } from '../openapi.js';
 import { API_VERSION } from '../render.js';
 import type { HttpImplementation, Route } from '../../http/types.js';
 
@@ -14,7 +15,7 @@ export const HealthResponse = Type.Object({
   uptime_s: Type.Integer(),
   http: Type.Union([Type.Literal('uws'), Type.Literal('node')]),
   pid: Type.Integer(),
-});
+}, { [ALSO_STATUSES]: [503] });
 
 export interface HealthRouteDeps {
   modelId: string;

@@ -65,6 +65,8 @@ export function modelsRoutes(deps: ModelsRouteDeps): Route[] {
       path: '/v1/models',
       summary: 'List the served model and its aliases',
       auth: 'api_key',
+      // 503 while the engine loads or restarts.
+      errorStatuses: [503],
       schemas: { response: ModelsListResponse },
       async handler(req) {
         await authenticate(req, deps.store.keys);

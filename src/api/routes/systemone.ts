@@ -253,6 +253,9 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       tag: 'decisions',
       schemas: { body: SystemOneRequest, response: SystemOneResponse },
       bodyTypes: ['json', 'multipart'],
+      // 402 without balance, 404 for a model not served, 409 for a reused Idempotency-Key, 429 over
+      // a rate or quota, 503 while the engine loads, 504 past the request deadline.
+      errorStatuses: [402, 404, 409, 429, 503, 504],
       handler: handle,
     },
   ];

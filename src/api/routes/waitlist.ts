@@ -35,6 +35,7 @@ export function waitlistRoutes(deps: { store: Store; limits: LimitsConfig }): Ro
       schemas: { body: WaitlistRequest, response: WaitlistResponse },
       auth: 'none',
       tag: 'waitlist',
+      errorStatuses: [429],
       handler: async (req) => {
         ipLimit.check(req.ip);
         const body = parse(req);
