@@ -31,37 +31,45 @@ export function decodeUtf8(bytes: Uint8Array): string | null {
   }
 }
 
+/** An array or object waiting to be walked. */
 interface Frame {
-  node: unknown;
-  /** Containers above this one; the root is at depth 1. */
+  node: object;
+  /** The root is at depth 1. */
   depth: number;
   parent: Frame | null;
+  /** Its member name or index in the parent. */
   key: string | number;
 }
+
+const LONE_IN_STRING = 'a string holds a lone UTF-16 surrogate';
+const LONE_IN_NAME = 'a member name holds a lone UTF-16 surrogate';
 
 /** The first string with a lone surrogate or container past MAX_JSON_DEPTH in a parsed body, else null. */
 export function findJsonFault(root: unknown): JsonFault | null {
   // A loop over an explicit stack: the value may be nested far deeper than the call stack allows.
-  const stack: Frame[] = [{ node: root, depth: 1, parent: null, key: '' }];
-  while (stack.length > 0) {
+  // Strings are checked where they are met; only containers wait on the stack.
+  const stack: Frame[] = [];
+  const visit = (node: unknown, parent: Frame | null, key: string | number): JsonFault | null => {
+    if (typeof node === 'string') return node.isWellFormed() ? null : { path: parent ? [...pathOf(parent), key] : [], reason: LONE_IN_STRING };
+    if (node !== null && typeof node === 'object') stack.push({ node, depth: (parent?.depth ?? 0) + 1, parent, key });
+    return null;
+  };
+  let fault = visit(root, null, '');
+  while (!fault && stack.length > 0) {
     const frame = stack.pop()!;
-    const { node, depth } = frame;
-    if (typeof node === 'string') {
-      if (!node.isWellFormed()) return { path: pathOf(frame), reason: 'a string holds a lone UTF-16 surrogate' };
-      continue;
-    }
-    if (node === null || typeof node !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) return { path: pathOf(frame), reason: TOO_DEEP };
+    const { node } = frame;
+    if (frame.depth > MAX_JSON_DEPTH) return { path: pathOf(frame), reason: TOO_DEEP };
     if (Array.isArray(node)) {
-      node.forEach((child, i) => stack.push({ node: child, depth: depth + 1, parent: frame, key: i }));
+      for (let i = 0; i < node.length && !fault; i++) fault = visit(node[i], frame, i);
       continue;
     }
-    for (const [key, child] of Object.entries(node)) {
-      if (!key.isWellFormed()) return { path: pathOf(frame), reason: 'a member name holds a lone UTF-16 surrogate' };
-      stack.push({ node: child, depth: depth + 1, parent: frame, key });
+    for (const key of Object.keys(node)) {
+      if (!key.isWellFormed()) return { path: pathOf(frame), reason: LONE_IN_NAME };
+      fault = visit((node as Record<string, unknown>)[key], frame, key);
+      if (fault) break;
     }
   }
-  return null;
+  return fault;
 }
 
 function pathOf(frame: Frame): (string | number)[] {
