@@ -43,7 +43,7 @@ t.test('a small request behind a large one finishes first, with the score it get
   t.equal((await large).logprobs.length, 120, 'the large request is still answered in full');
 });
 
-t.test('batches are shared between tenants before jobs: one tenant's two jobs do not crowd out another's one', async (t) => {
+t.test('batches are shared between tenants before jobs: two jobs of one tenant do not crowd out the one job of another', async (t) => {
   const a = engine.score(prefix('Tenant A writes about rivers.'), branches(40, 'a'), { tenant: 'a' });
   const a2 = engine.score(prefix('Tenant A writes about lakes.'), branches(40, 'a2'), { tenant: 'a' });
   await new Promise((resolve) => setImmediate(resolve));
