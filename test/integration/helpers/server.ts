@@ -53,6 +53,8 @@ export interface Server {
   revokeKey(id: string): Promise<void>;
   /** Console headers for a user of this server. */
   console(email: string): Record<string, string>;
+  /** Everything the server wrote to stderr so far. */
+  log(): string;
   /** SIGKILL to the whole process group (primary, workers, engine); resolves once it is gone. */
   kill9(): Promise<void>;
   /** SIGTERM, then SIGKILL after a grace period. Idempotent. */
@@ -190,6 +192,7 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
       const r = await runCli(['keys', 'revoke', id, '--data-dir', dataDir]);
       if (r.code !== 0) throw new Error(`keys revoke failed: ${r.stderr}`);
     },
+    log: () => log,
     console: (email) => ({ 'x-arbitra-console-token': opts.consoleToken ?? CONSOLE_TOKEN, 'x-arbitra-user-email': email }),
     async kill9() {
       if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
