@@ -1,6 +1,7 @@
 // A closed-loop load generator: `concurrency` clients each send one request after another until
 // the time budget is spent; the same generator drives our server and the baseline.
 import { performance } from 'node:perf_hooks';
+import { percentile } from './stats.js';
 
 export interface LoadResult {
   concurrency: number;
@@ -10,11 +11,6 @@ export interface LoadResult {
   perSecond: number;
   p50ms: number;
   p99ms: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 /** Runs `once` from `concurrency` loops for about `seconds` (at least `minPerClient` each). */

@@ -16,3 +16,14 @@ export function replaceSection(file: string, name: string, body: string): void {
   lines.splice(start, end - start, ...section);
   fs.writeFileSync(file, lines.join('\n'));
 }
+
+/** Writes the section into `file`, or, when `file` is null (a trial run), only prints it. */
+export function publishSection(file: string | null, name: string, body: string, log: (msg: string) => void): void {
+  if (file === null) {
+    process.stdout.write(`\n## ${name}\n\n${body.trimEnd()}\n\n`);
+    log('--no-write: the section above was not written');
+    return;
+  }
+  replaceSection(file, name, body);
+  log(`wrote the "${name}" section of ${file}`);
+}
