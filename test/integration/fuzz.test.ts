@@ -86,11 +86,13 @@ Authorization = ${s(`Bearer ${key}`)}
 X-Arbitra-Console-Token = ${s(CONSOLE_TOKEN)}
 X-Arbitra-User-Email = ${s(CONSOLE_USER)}
 
-# Each request the model answers takes 0.1-2 s on CPU; the coverage phase's boundary cases, all
-# refused before the model, still run in full.
+# Each request the model answers takes 0.1-2 s on CPU, so decisions get few examples. The coverage
+# phase's boundary cases, refused before the model, already cover the invalid side, so fuzzing
+# spends them on valid requests: the ones whose 200 bodies get checked against the schema.
 [[operations]]
 include-path = "/v1/systemone"
-generation.max-examples = 8
+generation.max-examples = 10
+phases.fuzzing.generation.mode = "positive"
 `;
 }
 
