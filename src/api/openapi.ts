@@ -119,7 +119,7 @@ export function generateOpenApi(routes: readonly Route[], info: { title?: string
     const responses: Json = {
       '200': {
         description: 'Success',
-        content: { 'application/json': { schema: route.schemas?.response ? toJson(route.schemas.response, components) : {} } },
+        content: { [route.responseType ?? 'application/json']: { schema: route.schemas?.response ? toJson(route.schemas.response, components) : {} } },
       },
     };
     if (validates(route)) {

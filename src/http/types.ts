@@ -42,6 +42,8 @@ export interface Route {
   handler: RouteHandler;
   /** One-line description for the OpenAPI document. */
   summary?: string;
+  /** Media type of the success body when it is not JSON (e.g. Prometheus text). */
+  responseType?: string;
   /** TypeBox schemas the OpenAPI document is generated from (validation stays in the handler). */
   schemas?: { body?: TSchema; response?: TSchema; params?: TSchema };
   /** Who may call it, for the OpenAPI security requirements; defaults to 'none'. */

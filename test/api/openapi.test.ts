@@ -34,6 +34,7 @@ t.test('statuses the routes declare', async (t) => {
   t.match(op('post', '/v1/systemone').responses['504']?.description, /deadline_exceeded/, 'systemone 504 deadline_exceeded');
   t.match(op('post', '/v1/console/api-keys').responses['409']?.description, /conflict/, 'a key past the per-user limit is a 409');
   t.ok(statuses('get', '/v1/models').includes(503), 'models ask the engine');
+  t.same(Object.keys(op('get', '/metrics').responses['200'].content), ['text/plain'], '/metrics is Prometheus text, not JSON');
 });
 
 t.test('statuses the generator adds', async (t) => {

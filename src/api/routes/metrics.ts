@@ -13,6 +13,7 @@ export function metricsRoutes(deps: MetricsRouteDeps): Route[] {
       path: '/metrics',
       summary: 'Prometheus metrics of all workers and the engine',
       auth: 'none',
+      responseType: 'text/plain',
       async handler() {
         const { contentType, text } = await deps.metricsText();
         return { status: 200, headers: { 'content-type': contentType }, body: text };
