@@ -46,7 +46,7 @@ async function serve(t: Test, impl: HttpImplementation) {
     const res = await fetch(base + path, {
       method,
       headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      body: typeof body === "string" || body === undefined ? body : new Uint8Array(body),
+      body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body),
     });
     const text = await res.text();
     return { status: res.status, json: text ? JSON.parse(text) : null };
