@@ -1,0 +1,116 @@
+// Restarts that heal, under load: kill -9 an HTTP worker, then the engine process, then both; each
+// time decisions must succeed again on every worker within seconds (a restarted worker once stayed
+// at 503 until the engine itself restarted), and nothing but 200 and 503 is ever answered.
+// SIGTERM then stops the group without restarting anything.
+import { execFileSync } from 'node:child_process';
+import t from 'tap';
+import { cannotRun, startServer, type Server } from '../integration/helpers/server.js';
+
+const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
+// A liveness bound, not a performance figure: restarts take well under a second plus the model's
+// load time; this only catches a server that never heals.
+const HEAL_WITHIN_MS = 45_000;
+const CLIENTS = 3;
+
+interface Child {
+  pid: number;
+  engine: boolean;
+}
+
+/** The primary's child processes: its HTTP workers and the engine process. */
+function children(primary: number): Child[] {
+  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' }).split('\n');
+  return rows.flatMap((row) => {
+    const [pid, ppid, ...args] = row.trim().split(/\s+/);
+    return Number(ppid) === primary ? [{ pid: Number(pid), engine: args.join(' ').includes('process-main.js') }] : [];
+  });
+}
+
+/** Background decisions from several clients until stopped; every status is counted. */
+function load(server: Server, key: string, clients: number): { stop: () => Promise<Map<number, number>> } {
+  const statuses = new Map<number, number>();
+  let running = true;
+  const loops = Array.from({ length: clients }, async () => {
+    while (running) {
+      const r = await server.call('/v1/systemone', { body: BODY, key, fresh: true }).catch(() => ({ status: 0 }));
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+      if (r.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+      return statuses;
+    },
+  };
+}
+
+/**
+ * Milliseconds until /health answers 200 on ten new connections in a row (so on every worker) and
+ * a decision succeeds; null when that never happens within HEAL_WITHIN_MS.
+ */
+async function healed(server: Server, key: string, since: number): Promise<number | null> {
+  const ok = (path: string, opts = {}) =>
+    server.call(path, { fresh: true, ...opts }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+  while (Date.now() - since < HEAL_WITHIN_MS) {
+    let healthy = 0;
+    while (healthy < 10 && (await ok('/health'))) healthy++;
+    if (healthy === 10 && (await ok('/v1/systemone', { body: BODY, key }))) return Date.now() - since;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return null;
+}
+
+if (cannotRun) {
+  t.plan(0, cannotRun);
+} else {
+  const server = await startServer(t.testdir(), { workers: 2 });
+  t.teardown(() => server.stop());
+  const { secret } = await server.createKey('ops@example.com');
+
+  const kills: { name: string; pick: (c: Child[]) => Child[] }[] = [
+    { name: 'an HTTP worker', pick: (c) => c.filter((x) => !x.engine).slice(0, 1) },
+    { name: 'the engine process', pick: (c) => c.filter((x) => x.engine) },
+    { name: 'a worker and the engine at once', pick: (c) => [...c.filter((x) => x.engine), ...c.filter((x) => !x.engine).slice(0, 1)] },
+  ];
+  for (const kill of kills) {
+    t.test(`kill -9 of ${kill.name} under load heals within seconds`, async (t) => {
+      t.equal((await server.call('/v1/systemone', { body: BODY, key: secret })).status, 200, 'decisions work before the kill');
+      const traffic = load(server, secret, CLIENTS);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const victims = kill.pick(children(server.pid));
+      t.ok(victims.length > 0, `found ${kill.name}`);
+      const at = Date.now();
+      let ms: number | null;
+      let statuses: Map<number, number>;
+      try {
+        for (const v of victims) process.kill(v.pid, 'SIGKILL');
+        ms = await healed(server, secret, at);
+      } finally {
+        statuses = await traffic.stop();
+      }
+      t.ok(ms !== null, `decisions and /health succeed on every worker again (after ${ms} ms)`);
+      const seen = JSON.stringify(Object.fromEntries(statuses));
+      t.same([...statuses.keys()].filter((s) => s !== 0 && s !== 200 && s !== 503), [], `under load only 200 and 503 were answered (${seen}; 0 = connection lost)`);
+      // A killed worker takes the connections it was answering with it, one per client at most.
+      t.ok((statuses.get(0) ?? 0) <= CLIENTS, 'connections were lost only for the requests the killed worker held');
+      const now = children(server.pid).map((c) => c.pid);
+      t.ok(
+        victims.every((v) => !now.includes(v.pid)),
+        'the killed processes were replaced',
+      );
+      t.equal(children(server.pid).length, 3, 'two workers and one engine run again');
+    });
+  }
+
+  t.test('SIGTERM stops the whole group without restarting anything', async (t) => {
+    const before = server.log().length;
+    await server.stop();
+    t.notMatch(server.log().slice(before), /restarting in/, 'no worker or engine was restarted during shutdown');
+    t.same(children(server.pid), [], 'no process of the group is left');
+  });
+}
