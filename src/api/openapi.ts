@@ -144,6 +144,7 @@ export function generateOpenApi(routes: readonly Route[], info: { title?: string
     item[route.method.toLowerCase()] = {
       operationId: operationId(route),
       summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
       tags: [route.tag ?? tagOf(route.path)],
       ...(parameters.length ? { parameters } : {}),
       ...(route.schemas?.body ? { requestBody: requestBody(route, toJson(route.schemas.body, components)) } : {}),

@@ -42,6 +42,8 @@ export interface Route {
   handler: RouteHandler;
   /** One-line description for the OpenAPI document. */
   summary?: string;
+  /** Longer notes for the OpenAPI document, e.g. this server's limits on the route. */
+  description?: string;
   /** Media type of the success body when it is not JSON (e.g. Prometheus text). */
   responseType?: string;
   /** TypeBox schemas the OpenAPI document is generated from (validation stays in the handler). */

@@ -87,6 +87,14 @@ function idempotencyKey(req: HttpRequest): string | null {
   return key;
 }
 
+/** This server's bounds on one decision, as the OpenAPI document states them. */
+function workLimits(limits: SystemOneDeps['limits']): string {
+  const cap = (n: number, what: string) => (n > 0 ? `at most ${n} ${what}` : `any number of ${what}`);
+  const caps = `${cap(limits.maxQuestions, 'questions')} and ${cap(limits.maxBranches, 'scored branches (questions × debias passes)')} per request (422 past them)`;
+  const deadline = limits.requestDeadlineSeconds > 0 ? `a decision still running after ${limits.requestDeadlineSeconds} s is cancelled and answered 504` : 'no deadline';
+  return `This server takes ${caps}; ${deadline}. A client that disconnects has its work cancelled.`;
+}
+
 /**
  * One signal for "stop working on this": the client went away or the deadline (0 = none) passed;
  * why() names which, as the error to answer with.
@@ -249,6 +257,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       path: '/v1/systemone',
       name: 'systemone',
       summary: 'Answer named noul, choice and score questions about a state',
+      description: workLimits(deps.limits),
       auth: 'api_key',
       tag: 'decisions',
       schemas: { body: SystemOneRequest, response: SystemOneResponse },
