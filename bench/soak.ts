@@ -90,7 +90,7 @@ async function client(run: Run, size: Size, n: number, out: Response[], firstErr
     const r = await decide(run, size, run.keys[i % run.keys.length]!.key);
     out.push({ size, sentS, outcome: outcome(r), ms: r.ms });
     if (r.status === 200) continue;
-    firstErrors[outcome(r)] ??= `${size} at ${sentS.toFixed(1)} s: ${json(r)?.detail?.message ?? r.text.slice(0, 200)}`;
+    firstErrors[outcome(r)] ??= `${size} sent at ${sentS.toFixed(1)} s, after ${(r.ms / 1000).toFixed(1)} s: ${json(r)?.detail?.message ?? r.error ?? r.text.slice(0, 200)}`;
     await sleep(PAUSE_AFTER_FAILURE_MS);
   }
 }
@@ -266,7 +266,7 @@ function report(r: SoakResult): string {
   return [
     `Command: \`npm run bench:soak -- --minutes ${r.minutes}\` (${r.date.slice(0, 16).replace('T', ' ')} UTC; ${r.cpus} cores, 1-minute load average ${r.loadavg1.toFixed(2)} at the end). Server: \`${r.command}\` with default limits.`,
     '',
-    `${r.elapsedS.toFixed(0)} s of closed-loop load (each client sends its next request when the last one is answered, pausing ${PAUSE_AFTER_FAILURE_MS} ms after a failure) from ${USERS.length} API keys of ${USERS.length} users; small = 1 yes/no question on a one-line state, medium = 4 choice questions × 4 permute passes on a ticket, large = 50 yes/no questions on the ticket; every state carries its own reference number. Console traffic alternates, one a second, creating an API key and a small decision with \`options.retain: true\`. Latency is over 200 answers only; "error" is a connection reset, "timeout" no answer within ${REQUEST_TIMEOUT_MS / 1000} s.`,
+    `${r.elapsedS.toFixed(0)} s of closed-loop load (each client sends its next request when the last one is answered, pausing ${PAUSE_AFTER_FAILURE_MS} ms after a failure) from ${USERS.length} API keys of ${USERS.length} users; small = 1 yes/no question on a one-line state, medium = 4 choice questions × 4 permute passes on a ticket, large = 50 yes/no questions on the ticket; every state carries its own reference number. Console traffic alternates, one a second, creating an API key and a small decision with \`options.retain: true\`. Latency is over 200 answers only; a column named like ECONNRESET is a socket error with no answer, "timeout" no answer within ${REQUEST_TIMEOUT_MS / 1000} s.`,
     '',
     `| size | clients | requests | ${statuses.join(' | ')} | p50 ms | p99 ms | max ms |`,
     `|---|---|---|${statuses.map(() => '---|').join('')}---|---|---|`,
@@ -280,7 +280,7 @@ function report(r: SoakResult): string {
     `|---|---|${statuses.map(() => '---|').join('')}`,
     ...r.byPhase.map((p) => `| ${p.phase} | ${p.size} | ${statuses.map((k) => p.statuses[k] ?? 0).join(' | ')} |`),
     '',
-    `Faults (SIGKILL). "Answering again" is from the kill until the first success among the probes sent after the last failed one (a small decision on a fresh connection every ${PROBE_INTERVAL_MS} ms, so both workers are asked); "not within the window" means probes still failed at the end of the window. Engine restarts counted by the server: ${r.engineRestarts ?? 'not exported'}.`,
+    `Faults (SIGKILL). "Answering again" is from the kill until the first success among the probes sent after the last failed one (a small decision on a fresh connection every ${PROBE_INTERVAL_MS} ms, so both workers are asked; probes queue behind the load like any request and count as failed after ${PROBE_TIMEOUT_MS / 1000} s); "not within the window" means probes still failed at the end of the window. Engine restarts counted by the server: ${r.engineRestarts ?? 'not exported'}.`,
     '',
     '| fault | pid | at | new process seen after | answering again after | probes failed / sent | window |',
     '|---|---|---|---|---|---|---|',
