@@ -35,6 +35,8 @@ t.test('statuses the routes declare', async (t) => {
   t.match(op('post', '/v1/console/api-keys').responses['409']?.description, /conflict/, 'a key past the per-user limit is a 409');
   t.ok(statuses('get', '/v1/models').includes(503), 'models ask the engine');
   t.same(Object.keys(op('get', '/metrics').responses['200'].content), ['text/plain'], '/metrics is Prometheus text, not JSON');
+  t.equal(op('post', '/v1/systemone').requestBody.required, true, 'a decision needs its body');
+  t.equal(op('post', '/v1/console/users/sync').requestBody.required, false, 'a body with no required member may be left out');
   t.match(op('post', '/v1/systemone').description, /at most 100 questions and at most 800 scored branches.*after 600 s/, 'the per-request caps and deadline are stated');
 });
 
