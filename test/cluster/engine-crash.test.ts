@@ -1,19 +1,14 @@
 // The engine process is killed under a running server: decisions answer 503 service_unavailable
 // with retry headers (never a 500, never a hang) until the host has restarted it, then work again.
-import { execFileSync } from 'node:child_process';
 import t from 'tap';
 import { cannotRun, startServer } from '../integration/helpers/server.js';
+import { serveChildren } from './processes.js';
 
 const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
 
 /** The engine process: the child of the primary running src/engine/process-main.js. */
 function enginePid(primary: number): number | null {
-  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' }).split('\n');
-  for (const row of rows) {
-    const [pid, ppid, ...args] = row.trim().split(/\s+/);
-    if (Number(ppid) === primary && args.join(' ').includes('process-main.js')) return Number(pid);
-  }
-  return null;
+  return serveChildren(primary).find((c) => c.engine)?.pid ?? null;
 }
 
 if (cannotRun) {

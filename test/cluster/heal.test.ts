@@ -2,29 +2,15 @@
 // time decisions must succeed again on every worker within seconds (a restarted worker once stayed
 // at 503 until the engine itself restarted), and nothing but 200 and 503 is ever answered.
 // SIGTERM then stops the group without restarting anything.
-import { execFileSync } from 'node:child_process';
 import t from 'tap';
 import { cannotRun, startServer, type Server } from '../integration/helpers/server.js';
+import { serveChildren as children, type ServeChild as Child } from './processes.js';
 
 const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
 // A liveness bound, not a performance figure: restarts take well under a second plus the model's
 // load time; this only catches a server that never heals.
 const HEAL_WITHIN_MS = 45_000;
 const CLIENTS = 3;
-
-interface Child {
-  pid: number;
-  engine: boolean;
-}
-
-/** The primary's child processes: its HTTP workers and the engine process. */
-function children(primary: number): Child[] {
-  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' }).split('\n');
-  return rows.flatMap((row) => {
-    const [pid, ppid, ...args] = row.trim().split(/\s+/);
-    return Number(ppid) === primary ? [{ pid: Number(pid), engine: args.join(' ').includes('process-main.js') }] : [];
-  });
-}
 
 /** Background decisions from several clients until stopped; every status is counted. */
 function load(server: Server, key: string, clients: number): { stop: () => Promise<Map<number, number>> } {
