@@ -50,6 +50,9 @@ interface Fault {
   /** Seconds from the kill until a process of the same role with a new pid was seen. */
   replacedAfterS: number | null;
   recovery: Recovery;
+  sent: number;
+  /** Probes sent in the window that had not answered when it closed. */
+  unanswered: number;
   windowS: number;
 }
 
@@ -140,14 +143,17 @@ async function fault(run: Run, what: string, role: Fault['role'], atS: number, u
     await sleep(PROBE_INTERVAL_MS);
   }
   // A failure that came back after the next fault may be that fault's doing; a success is a success.
-  const done = (await Promise.all(probes)).filter((p) => p.ok || p.doneAt <= windowEnd);
+  const all = await Promise.all(probes);
+  const counted = all.filter((p) => p.ok || p.doneAt <= windowEnd);
   return {
     what,
     role,
     pid,
     atS: seconds(run, killedAt),
     replacedAfterS: replacedAt === null ? null : (replacedAt - killedAt) / 1000,
-    recovery: recoveryAfter(killedAt, done),
+    recovery: recoveryAfter(killedAt, counted),
+    sent: all.length,
+    unanswered: all.filter((p) => p.doneAt > windowEnd).length,
     windowS: (windowEnd - killedAt) / 1000,
   };
 }
@@ -239,6 +245,7 @@ async function main(): Promise<void> {
 
 const ms = (x: number): string => (Number.isNaN(x) ? '–' : x.toFixed(0));
 const s1 = (x: number | null): string => (x === null ? 'not within the window' : `${x.toFixed(1)} s`);
+const answeringAgain = (f: Fault): string => (f.recovery.probes === 0 ? 'no probe answered' : s1(f.recovery.ms === null ? null : f.recovery.ms / 1000));
 
 interface SoakResult {
   date: string;
@@ -280,11 +287,11 @@ function report(r: SoakResult): string {
     `|---|---|${statuses.map(() => '---|').join('')}`,
     ...r.byPhase.map((p) => `| ${p.phase} | ${p.size} | ${statuses.map((k) => p.statuses[k] ?? 0).join(' | ')} |`),
     '',
-    `Faults (SIGKILL). "Answering again" is from the kill until the first success among the probes sent after the last failed one (a small decision on a fresh connection every ${PROBE_INTERVAL_MS} ms, so both workers are asked; probes queue behind the load like any request and count as failed after ${PROBE_TIMEOUT_MS / 1000} s); "not within the window" means probes still failed at the end of the window. Engine restarts counted by the server: ${r.engineRestarts ?? 'not exported'}.`,
+    `Faults (SIGKILL). "Answering again" is from the kill until the first success among the probes sent after the last failed one (a small decision on a fresh connection every ${PROBE_INTERVAL_MS} ms, so both workers are asked; probes queue behind the load like any request and count as failed after ${PROBE_TIMEOUT_MS / 1000} s); a fault's window lasts until the next kill or the end of the load, a failure that came back after it is left out (the next kill may have caused it) and a late success counts; "not within the window" means the last probes to answer had failed. Engine restarts counted by the server: ${r.engineRestarts ?? 'not exported'}.`,
     '',
-    '| fault | pid | at | new process seen after | answering again after | probes failed / sent | window |',
-    '|---|---|---|---|---|---|---|',
-    ...r.faults.map((f) => `| ${f.what} | ${f.pid ?? 'none found'} | ${f.atS.toFixed(0)} s | ${s1(f.replacedAfterS)} | ${s1(f.recovery.ms === null ? null : f.recovery.ms / 1000)} | ${f.recovery.failed} / ${f.recovery.probes} | ${f.windowS.toFixed(0)} s |`),
+    '| fault | pid | at | new process seen after | answering again after | probes sent | failed in the window | unanswered when it closed | window |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...r.faults.map((f) => `| ${f.what} | ${f.pid ?? 'none found'} | ${f.atS.toFixed(0)} s | ${s1(f.replacedAfterS)} | ${answeringAgain(f)} | ${f.sent} | ${f.recovery.failed} | ${f.unanswered} | ${f.windowS.toFixed(0)} s |`),
     '',
     `Resident memory per process (MiB), sampled every ${SAMPLE_INTERVAL_MS / 1000} s; a restarted process is a new row:`,
     '',
