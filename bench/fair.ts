@@ -182,13 +182,14 @@ interface FairResult {
 }
 
 /**
- * Cancelled: the client really left midway (no answer), the engine then scored fewer than a
- * quarter of the branches left (those already in a batch finish anyway), its queue emptied, and
- * the cancellation counter rose where the server exports it.
+ * Cancelled: the client really left midway (no answer), the engine then scored fewer than half of
+ * the branches left (an orphaned job scores all of them; a cancelled one only finishes the batch
+ * already decoding, at most one branch per sequence), its queue emptied, and the cancellation
+ * counter rose where the server exports it.
  */
 function wasCancelled(c: FairResult['cancel'], questions: number): boolean {
   const left = questions - (c.branchesBeforeDisconnect ?? 0);
-  return c.clientSaw === 'aborted' && c.idleAfterS !== null && c.branchesAfterDisconnect !== null && c.branchesAfterDisconnect < left / 4 && (c.jobsCancelled === null || c.jobsCancelled > 0);
+  return c.clientSaw === 'aborted' && c.idleAfterS !== null && c.branchesAfterDisconnect !== null && c.branchesAfterDisconnect < left / 2 && (c.jobsCancelled === null || c.jobsCancelled > 0);
 }
 
 function report(r: FairResult): string {
@@ -207,7 +208,7 @@ function report(r: FairResult): string {
     '',
     `The large request: ${r.large.outcome} after ${r.large.seconds.toFixed(1)} s with ${r.large.answers} answers${r.large.error ? ` ("${r.large.error}")` : ''}.`,
     '',
-    `Client disconnect: the same large request again, its connection closed once the engine had scored half of its branches, after ${c.disconnectAfterS.toFixed(1)} s (the client saw ${c.clientSaw}). The engine's queue was ${c.idleAfterS === null ? `still busy ${c.limitS.toFixed(0)} s later` : `empty ${c.idleAfterS.toFixed(1)} s later`}; it scored ${c.branchesBeforeDisconnect ?? '?'} branches before the disconnect and ${c.branchesAfterDisconnect ?? '?'} after it; \`arbitra_engine_jobs_cancelled_total\` ${c.jobsCancelled === null ? 'is not exported' : `rose by ${c.jobsCancelled}`}. A small request sent just after the disconnect: ${c.smallAfterDisconnect.outcome} in ${ms(c.smallAfterDisconnect.ms)} ms. **${wasCancelled(c, r.questions) ? 'Cancelled' : 'Not cancelled'}** (cancelled means: no answer reached the client, the engine scored fewer than a quarter of the branches left, its queue emptied, and the counter rose where exported).`,
+    `Client disconnect: the same large request again, its connection closed once the engine had scored half of its branches, after ${c.disconnectAfterS.toFixed(1)} s (the client saw ${c.clientSaw}). The engine's queue was ${c.idleAfterS === null ? `still busy ${c.limitS.toFixed(0)} s later` : `empty ${c.idleAfterS.toFixed(1)} s later`}; it scored ${c.branchesBeforeDisconnect ?? '?'} branches before the disconnect and ${c.branchesAfterDisconnect ?? '?'} after it; \`arbitra_engine_jobs_cancelled_total\` ${c.jobsCancelled === null ? 'is not exported' : `rose by ${c.jobsCancelled}`}. A small request sent just after the disconnect: ${c.smallAfterDisconnect.outcome} in ${ms(c.smallAfterDisconnect.ms)} ms. **${wasCancelled(c, r.questions) ? 'Cancelled' : 'Not cancelled'}** (cancelled means: no answer reached the client, the engine scored fewer than half of the branches left, its queue emptied, and the counter rose where exported).`,
   ].join('\n');
 }
 
