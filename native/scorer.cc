@@ -1,7 +1,9 @@
 #include "scorer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace arbitra {
 
@@ -248,11 +250,10 @@ void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntr
   }
 }
 
-void Scorer::add_branches(int32_t& budget, std::vector<Planned>& planned) {
+void Scorer::add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned) {
   struct Tenant {
     uint64_t id;
     std::vector<ScoreJob*> jobs;
-    size_t turn = 0;
   };
   std::vector<Tenant> tenants;
   for (auto& owned : active_) {
@@ -268,14 +269,15 @@ void Scorer::add_branches(int32_t& budget, std::vector<Planned>& planned) {
   std::vector<ScoreJob*> full;  // jobs whose next suffix does not fit what is left of this batch
   auto open = [&full](ScoreJob* j) { return j->next_branch < j->branches.size() && std::find(full.begin(), full.end(), j) == full.end(); };
   const size_t first = static_cast<size_t>(rotation_++ % tenants.size());
-  for (bool placed = true; placed && budget > 0;) {
+  for (bool placed = true; placed && budget > 0 && planned.size() < max_branches;) {
     placed = false;
-    for (size_t k = 0; k < tenants.size(); ++k) {
+    for (size_t k = 0; k < tenants.size() && planned.size() < max_branches; ++k) {
       Tenant& t = tenants[(first + k) % tenants.size()];
+      // The tenant's job with the fewest branches placed so far (the oldest on a tie): its jobs
+      // advance together across batches, however few branches one batch takes.
       ScoreJob* job = nullptr;
-      for (size_t tries = 0; tries < t.jobs.size() && job == nullptr; ++tries) {
-        ScoreJob* j = t.jobs[t.turn++ % t.jobs.size()];
-        if (open(j)) job = j;
+      for (ScoreJob* j : t.jobs) {
+        if (open(j) && (job == nullptr || j->next_branch < job->next_branch)) job = j;
       }
       if (job == nullptr) continue;
       const Branch& b = job->branches[job->next_branch];
@@ -312,10 +314,13 @@ bool Scorer::step() {
   admit_prefixes();
   // Prefix chunks first: a new request's prefix never waits behind another request's branches.
   add_prefix_chunks(budget, stepped);
-  add_branches(budget, planned);
+  const size_t max_branches =
+      branch_ms_ > 0.0 ? std::max<size_t>(1, static_cast<size_t>(opts_.step_target_ms / branch_ms_)) : std::numeric_limits<size_t>::max();
+  add_branches(budget, max_branches, planned);
 
   if (batch_.n_tokens == 0) return false;
 
+  const auto started = std::chrono::steady_clock::now();
   const int32_t rc = llama_decode(ctx_, batch_);
   for (auto& [e, charged] : stepped) {
     if (rc == 0) {
@@ -360,6 +365,11 @@ bool Scorer::step() {
     }
     free_seq(p.seq);
     p.job->branches_done++;
+  }
+  // Timed with the logits read; steps that also decoded prefix chunks would overstate a branch.
+  if (!planned.empty() && stepped.empty()) {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() / static_cast<double>(planned.size());
+    branch_ms_ = branch_ms_ > 0.0 ? 0.8 * branch_ms_ + 0.2 * ms : ms;
   }
 
   {

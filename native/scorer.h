@@ -60,6 +60,12 @@ struct ScorerOptions {
   uint32_t n_seq_max = 64;
   // Idle prefix tokens kept for reuse; older ones are evicted to hand their sequences back.
   uint32_t prefix_cache_tokens = 4096;
+  // Branches per decode are capped so that a decode takes about this long: a request arriving
+  // behind a large one waits for one such decode, not for a batch of the large one's branches.
+  // Each branch costs about the same whatever else shares its decode (its logits row over the
+  // whole vocabulary dominates on CPU), so the cap costs no throughput there; on a GPU the
+  // measured cost per branch is small and the cap does not bind.
+  double step_target_ms = 250.0;
 };
 
 struct ScorerStats {
@@ -118,9 +124,10 @@ class Scorer {
   void admit_prefixes();
   // Adds the next chunk of every admitted prefix that still has tokens to decode.
   void add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped);
-  // Adds branches one at a time, round-robin over tenants and over each tenant's jobs, so a small
-  // request behind a large one waits for one batch, not for the large one.
-  void add_branches(int32_t& budget, std::vector<Planned>& planned);
+  // Adds up to max_branches branches one at a time, round-robin over tenants (and within a tenant,
+  // to its least advanced job), so a small request behind a large one waits for one short decode,
+  // not for the large one.
+  void add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
   void release_prefix(PrefixEntry* entry);
   bool alloc_seq(llama_seq_id* out);
@@ -150,6 +157,7 @@ class Scorer {
   std::list<PrefixEntry> prefixes_;
   uint64_t clock_ = 0;
   uint64_t rotation_ = 0;  // which tenant goes first in the next batch
+  double branch_ms_ = 0.0;  // moving average of a decode's milliseconds per branch; 0 = not measured yet
 
   std::thread thread_;
 };
