@@ -3,18 +3,6 @@
 import { ENGINE_CH, isEngineMessage, type EngineOp, type EngineStatus, type WorkerEngineMessage } from './ipc.js';
 import { cancelledError, EngineError, type EngineInfo, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
-// A guard against an engine that stopped answering, not a deadline: a long prompt legitimately
-// takes minutes on CPU (a 30,000-token state about three on two cores), so the allowance grows with
-// the text to score.
-const REQUEST_TIMEOUT_MS = 120_000;
-const TIMEOUT_MS_PER_CHARACTER = 5;
-
-/** How long a scoring request may take before the engine is presumed stuck. */
-export function requestTimeoutMs(request: TextScoreRequest): number {
-  const characters = (request.system?.length ?? 0) + request.prefix.length + request.branches.reduce((n, b) => n + b.suffix.length, 0);
-  return REQUEST_TIMEOUT_MS + TIMEOUT_MS_PER_CHARACTER * characters;
-}
-
 export interface EngineClient extends EngineService {
   status(): EngineStatus;
 }
@@ -44,23 +32,22 @@ export function connectEngine(): EngineClient {
   const unavailable = (): EngineError =>
     new EngineError('unavailable', message ?? (status === 'loading' ? 'the model is still loading' : 'the engine is not running'));
 
-  function call<T>(op: EngineOp, timeoutMs: number, signal?: AbortSignal): Promise<T> {
+  // No timer of its own: the request's deadline and its client's disconnect abort `signal`, and an
+  // engine process that dies fails every request it held. A second, shorter clock here once cut
+  // long requests off with a 503 while the engine was still working on them.
+  function call<T>(op: EngineOp, signal?: AbortSignal): Promise<T> {
     if (status !== 'ready') return Promise.reject(unavailable());
     if (signal?.aborted) return Promise.reject(cancelledError());
     const id = nextId++;
     return new Promise<T>((resolve, reject) => {
-      // Work nobody waits for any more is dropped in the engine, whichever way the wait ended.
-      const stop = (err: EngineError): void => {
+      // Work nobody waits for any more is dropped in the engine.
+      const onAbort = (): void => {
         settle();
-        reject(err);
+        reject(cancelledError());
         process.send!({ ch: ENGINE_CH, type: 'cancel', id } satisfies WorkerEngineMessage);
       };
-      const onAbort = (): void => stop(cancelledError());
-      const timer = setTimeout(() => stop(new EngineError('unavailable', 'the engine did not answer in time')), timeoutMs);
-      timer.unref();
       const settle = (): void => {
         waiting.delete(id);
-        clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -88,6 +75,6 @@ export function connectEngine(): EngineClient {
       if (status !== 'ready' || !info) throw unavailable();
       return info;
     },
-    scoreText: (request: TextScoreRequest, signal?: AbortSignal) => call<TextScoreResult>({ op: 'score', payload: request }, requestTimeoutMs(request), signal),
+    scoreText: (request: TextScoreRequest, signal?: AbortSignal) => call<TextScoreResult>({ op: 'score', payload: request }, signal),
   };
 }
