@@ -4,7 +4,6 @@
 // generator. Writes bench/out/api.json and the API section of bench/RESULTS.md.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
@@ -14,6 +13,7 @@ import { ensureLlamaTool } from './lib/llama-bench.js';
 import { startLlamaServer } from './lib/llama-server.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { replaceSection } from './lib/results.js';
+import { freePort } from './lib/serve.js';
 
 const root = packageRoot();
 const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
@@ -50,17 +50,6 @@ const WORKLOADS = {
     body: { model: 'jev-latest', state: TICKET, questions: { refund: { type: 'noul', instructions: 'Does the customer accept a refund?' } } },
   },
 } as const;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // Every request carries its own state, as real traffic does: otherwise both servers would only
 // measure their caches (llama-server's slots keep whole identical prompts).

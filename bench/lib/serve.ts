@@ -39,7 +39,8 @@ export interface Served {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+/** A port free on loopback right now. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.once('error', reject);
@@ -50,7 +51,7 @@ function freePort(): Promise<number> {
   });
 }
 
-function groupAlive(pgid: number): boolean {
+export function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
     return true;
@@ -59,7 +60,8 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-async function waitGroupGone(pgid: number, ms: number): Promise<boolean> {
+/** Waits until no process of the group is left; false when some still run after `ms`. */
+export async function waitGroupGone(pgid: number, ms: number): Promise<boolean> {
   const until = Date.now() + ms;
   while (groupAlive(pgid)) {
     if (Date.now() > until) return false;

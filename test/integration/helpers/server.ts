@@ -3,9 +3,9 @@
 // temporary LMDB data dir, the small test model, and keys made with the real CLI.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, groupAlive, waitGroupGone } from '../../../bench/lib/serve.js';
 import { TEST_MODEL } from '../../helpers/models.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -71,14 +71,6 @@ export interface StartOptions {
   dataDir?: string;
 }
 
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
-
 function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('ARBITRA_') && !k.startsWith('TYPESAFE_')) env[k] = v;
@@ -99,24 +91,6 @@ function runCli(args: string[]): Promise<{ code: number | null; stdout: string; 
 function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitGroupGone(pgid: number, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (groupAlive(pgid)) {
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
 }
 
 /**
