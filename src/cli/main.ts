@@ -2,7 +2,7 @@
 // The `arbitra` command: serve, and the operator's key commands. Operator mistakes (bad flag, port
 // in use, unusable data dir) end in one line on stderr and a non-zero exit, never a stack trace.
 import cluster from 'node:cluster';
-import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, modelFor, parseFlags } from '../config.js';
+import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, modelFor, parseFlags, storeOptions } from '../config.js';
 import { StartupError, checkDataDir } from '../cluster/preflight.js';
 import { limitsLine } from '../limits/summary.js';
 import path from 'node:path';
@@ -82,7 +82,8 @@ async function serve(argv: string[]): Promise<void> {
 async function withStore<T>(flags: Record<string, string>, fn: (store: Store) => Promise<T>): Promise<T> {
   const dir = path.resolve(flags['--data-dir'] ?? (process.env.ARBITRA_DATA_DIR || 'data'));
   checkDataDir(dir);
-  const store = await openStore(dir);
+  // The server's own store settings (keys per user, idempotency), from the same environment.
+  const store = await openStore(dir, storeOptions(loadConfig(['--data-dir', dir], process.env)));
   try {
     return await fn(store);
   } finally {

@@ -120,6 +120,11 @@ t.test('keys create, list and revoke against one data dir', async (t) => {
   const after = await run(['keys', 'list', '--email', 'ops@example.com', '--data-dir', dir]);
   t.match(after.stdout.split('\n').find((l) => l.startsWith(id))!, /\d{4}-\d\d-\d\dT\S+\s*$/, 'revoked_at is shown');
 
+  // One key is active now; the server's per-user bound applies to the CLI too.
+  const bounded = await run(['keys', 'create', '--email', 'ops@example.com', '--data-dir', dir], { ARBITRA_MAX_KEYS_PER_USER: '1' });
+  t.equal(bounded.code, 1, 'ARBITRA_MAX_KEYS_PER_USER bounds keys made with the CLI');
+  oneLine(t, bounded.stderr, /1 active API key/);
+
   const unknown = await run(['keys', 'revoke', 'no-such-key', '--data-dir', dir]);
   t.equal(unknown.code, 1);
   oneLine(t, unknown.stderr, /no key with id no-such-key/);
