@@ -251,55 +251,52 @@ void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntr
 }
 
 void Scorer::add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned) {
-  struct Tenant {
-    uint64_t id;
-    std::vector<ScoreJob*> jobs;
-  };
-  std::vector<Tenant> tenants;
+  std::vector<ScoreJob*> ready;
   for (auto& owned : active_) {
-    ScoreJob* job = owned.get();
     // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
     // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
-    if (job->entry == nullptr || job->entry->decoded < job->entry->tokens.size()) continue;
-    auto t = std::find_if(tenants.begin(), tenants.end(), [job](const Tenant& x) { return x.id == job->tenant; });
-    if (t == tenants.end()) t = tenants.insert(tenants.end(), Tenant{job->tenant, {}});
-    t->jobs.push_back(job);
+    if (owned->entry != nullptr && owned->entry->decoded == owned->entry->tokens.size()) ready.push_back(owned.get());
   }
-  if (tenants.empty()) return;
+  // Only tenants with work keep their turn; a tenant coming back starts at the front.
+  for (auto it = tenant_served_.begin(); it != tenant_served_.end();) {
+    const bool present = std::any_of(active_.begin(), active_.end(), [&it](const auto& j) { return j->tenant == it->first; });
+    it = present ? std::next(it) : tenant_served_.erase(it);
+  }
   std::vector<ScoreJob*> full;  // jobs whose next suffix does not fit what is left of this batch
   auto open = [&full](ScoreJob* j) { return j->next_branch < j->branches.size() && std::find(full.begin(), full.end(), j) == full.end(); };
-  const size_t first = static_cast<size_t>(rotation_++ % tenants.size());
-  for (bool placed = true; placed && budget > 0 && planned.size() < max_branches;) {
-    placed = false;
-    for (size_t k = 0; k < tenants.size() && planned.size() < max_branches; ++k) {
-      Tenant& t = tenants[(first + k) % tenants.size()];
-      // The tenant's job with the fewest branches placed so far (the oldest on a tie): its jobs
-      // advance together across batches, however few branches one batch takes.
-      ScoreJob* job = nullptr;
-      for (ScoreJob* j : t.jobs) {
-        if (open(j) && (job == nullptr || j->next_branch < job->next_branch)) job = j;
-      }
-      if (job == nullptr) continue;
-      const Branch& b = job->branches[job->next_branch];
-      const int32_t n = static_cast<int32_t>(b.suffix.size());
-      if (n > budget) {
-        full.push_back(job);
+  while (budget > 0 && planned.size() < max_branches) {
+    // Least recently served tenant, then its least recently served job; ties go to the older job.
+    ScoreJob* job = nullptr;
+    for (ScoreJob* j : ready) {
+      if (!open(j)) continue;
+      if (job == nullptr) {
+        job = j;
         continue;
       }
-      llama_seq_id seq;
-      if (!alloc_seq(&seq)) return;
-      const size_t total = job->entry->tokens.size();
-      // Copies the prefix's KV stream into the branch's stream before the next decode.
-      llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
-      for (int32_t i = 0; i < n; ++i) {
-        batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(total + static_cast<size_t>(i)), seq, i == n - 1);
-      }
-      planned.push_back({job, job->next_branch, seq, batch_.n_tokens - 1});
-      budget -= n;
-      job->evaluated += n;
-      job->next_branch++;
-      placed = true;
+      const uint64_t tj = tenant_served_[j->tenant];
+      const uint64_t tb = tenant_served_[job->tenant];
+      if (tj < tb || (tj == tb && j->tenant == job->tenant && j->last_served < job->last_served)) job = j;
     }
+    if (job == nullptr) return;
+    const Branch& b = job->branches[job->next_branch];
+    const int32_t n = static_cast<int32_t>(b.suffix.size());
+    if (n > budget) {
+      full.push_back(job);
+      continue;
+    }
+    llama_seq_id seq;
+    if (!alloc_seq(&seq)) return;
+    const size_t total = job->entry->tokens.size();
+    // Copies the prefix's KV stream into the branch's stream before the next decode.
+    llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
+    for (int32_t i = 0; i < n; ++i) {
+      batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(total + static_cast<size_t>(i)), seq, i == n - 1);
+    }
+    planned.push_back({job, job->next_branch, seq, batch_.n_tokens - 1});
+    budget -= n;
+    job->evaluated += n;
+    job->next_branch++;
+    job->last_served = tenant_served_[job->tenant] = ++serve_clock_;
   }
 }
 

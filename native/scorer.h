@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "llama.h"
@@ -50,6 +51,7 @@ struct ScoreJob {
   PrefixEntry* entry = nullptr;
   size_t next_branch = 0;
   size_t branches_done = 0;
+  uint64_t last_served = 0;  // when a branch of it last went into a batch; 0 = never
 };
 
 struct ScorerOptions {
@@ -124,9 +126,9 @@ class Scorer {
   void admit_prefixes();
   // Adds the next chunk of every admitted prefix that still has tokens to decode.
   void add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped);
-  // Adds up to max_branches branches one at a time, round-robin over tenants (and within a tenant,
-  // to its least advanced job), so a small request behind a large one waits for one short decode,
-  // not for the large one.
+  // Adds up to max_branches branches one at a time, each to the tenant served least recently and
+  // within it to the job served least recently, so a small request behind a large one waits for one
+  // short decode, and a stream of new jobs cannot starve an old one of the same tenant.
   void add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
   void release_prefix(PrefixEntry* entry);
@@ -156,7 +158,8 @@ class Scorer {
   std::vector<llama_seq_id> free_seqs_;
   std::list<PrefixEntry> prefixes_;
   uint64_t clock_ = 0;
-  uint64_t rotation_ = 0;  // which tenant goes first in the next batch
+  uint64_t serve_clock_ = 0;                            // ticks once per branch placed
+  std::unordered_map<uint64_t, uint64_t> tenant_served_;  // tenant -> when it last had a branch placed
   double branch_ms_ = 0.0;  // moving average of a decode's milliseconds per branch; 0 = not measured yet
 
   std::thread thread_;

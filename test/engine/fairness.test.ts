@@ -54,6 +54,24 @@ t.test('batches are shared between tenants before jobs: two jobs of one tenant d
   t.equal(order[0], 'b', `the tenant with one job finishes first (order ${order.join(', ')})`);
 });
 
+t.test('a stream of new jobs cannot starve an old job of the same tenant', async (t) => {
+  let done = false;
+  const large = engine.score(prefix('A long questionnaire about the weather.'), branches(30, 'old'), { tenant: 'same' }).finally(() => (done = true));
+  // Three clients that each send their next 4-question request as soon as the last is answered, so a
+  // newer job of the tenant is nearly always ready. Round-robin finishes the old job after about 17
+  // of them here; picking the least advanced job first took 42.
+  let rounds = 0;
+  const client = async (c: number): Promise<void> => {
+    while (!done && rounds < 30) {
+      rounds++;
+      await engine.score(prefix(`Follow-up ${c}.${rounds} about the weather.`), branches(4, `new${c}.${rounds}`), { tenant: 'same' });
+    }
+  };
+  await Promise.all([0, 1, 2].map(client));
+  t.ok(done, `the old job finished while new jobs kept coming (after ${rounds} of them)`);
+  t.equal((await large).logprobs.length, 30);
+});
+
 t.test('a cancelled job stops at the next batch and leaves the engine healthy', async (t) => {
   const before = engine.stats();
   const aborter = new AbortController();
