@@ -311,8 +311,8 @@ bool Scorer::step() {
   admit_prefixes();
   // Prefix chunks first: a new request's prefix never waits behind another request's branches.
   add_prefix_chunks(budget, stepped);
-  const size_t max_branches =
-      branch_ms_ > 0.0 ? std::max<size_t>(1, static_cast<size_t>(opts_.step_target_ms / branch_ms_)) : std::numeric_limits<size_t>::max();
+  const size_t max_branches = branch_ms_ > 0.0 ? std::max(opts_.min_branches_per_step, static_cast<size_t>(opts_.step_target_ms / branch_ms_))
+                                                : std::numeric_limits<size_t>::max();
   add_branches(budget, max_branches, planned);
 
   if (batch_.n_tokens == 0) return false;

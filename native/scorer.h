@@ -68,6 +68,10 @@ struct ScorerOptions {
   // whole vocabulary dominates on CPU), so the cap costs no throughput there; on a GPU the
   // measured cost per branch is small and the cap does not bind.
   double step_target_ms = 250.0;
+  // The cap never goes below this: a decode also pays for the prefix chunks of newly arrived
+  // requests (about 100 ms under the soak bench's load on 2 cores), and at one or two branches per
+  // decode that overhead cost a quarter of the throughput.
+  size_t min_branches_per_step = 4;
 };
 
 struct ScorerStats {
