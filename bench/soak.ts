@@ -61,6 +61,11 @@ interface Run {
   t0: number;
   deadline: number;
   keys: { id: string; key: string }[];
+  /**
+   * The probes' own key, as a client arriving after the fault would have: the engine shares its
+   * batches between keys first, so probes on a load key would queue behind that key's own load.
+   */
+  probeKey: string;
   ref: number;
 }
 
@@ -119,8 +124,8 @@ async function writer(run: Run, acked: { keys: { email: string; id: string }[]; 
 }
 
 /**
- * At `atS` into the run, SIGKILLs the lowest pid of `role`, then probes with small decisions on
- * fresh connections (spread over both workers) until `untilS`, and says when decisions answered
+ * At `atS` into the run, SIGKILLs the lowest pid of `role`, then probes with small decisions from
+ * the probe key, one at a time on fresh connections (spread over both workers), until `untilS`, and says when decisions answered
  * again for good and when the primary had started a replacement process.
  */
 async function fault(run: Run, what: string, role: Fault['role'], atS: number, untilS: number): Promise<Fault> {
@@ -136,12 +141,22 @@ async function fault(run: Run, what: string, role: Fault['role'], atS: number, u
   const windowEnd = run.t0 + untilS * 1000;
   const probes: Promise<Probe>[] = [];
   let replacedAt: number | null = null;
+  const watch = (async () => {
+    while (replacedAt === null && performance.now() < windowEnd) {
+      if (pidsOf(run.server.pid, role).some((p) => !before.includes(p))) replacedAt = performance.now();
+      else await sleep(100);
+    }
+  })();
   while (performance.now() < windowEnd) {
     const sentAt = performance.now();
-    probes.push(decide(run, 'small', run.keys[0]!.key, { fresh: true, timeoutMs: PROBE_TIMEOUT_MS }).then((r) => ({ sentAt, doneAt: sentAt + r.ms, ok: r.status === 200 })));
-    if (replacedAt === null && pidsOf(run.server.pid, role).some((p) => !before.includes(p))) replacedAt = performance.now();
+    // One probe at a time: probes sent faster than their key's share of the engine would only
+    // measure their own queue.
+    const probe = decide(run, 'small', run.probeKey, { fresh: true, timeoutMs: PROBE_TIMEOUT_MS }).then((r) => ({ sentAt, doneAt: sentAt + r.ms, ok: r.status === 200 }));
+    probes.push(probe);
+    await probe;
     await sleep(PROBE_INTERVAL_MS);
   }
+  await watch;
   // A failure that came back after the next fault may be that fault's doing; a success is a success.
   const all = await Promise.all(probes);
   const counted = all.filter((p) => p.ok || p.doneAt <= windowEnd);
@@ -194,7 +209,8 @@ async function main(): Promise<void> {
     const acked = { keys: keys.map((k, i) => ({ email: USERS[i]!, id: k.id })), retained: [] as { id: string; key: string }[] };
     const attempts = { keys: keys.length, retained: 0 };
     const t0 = performance.now();
-    const run: Run = { server, t0, deadline: t0 + minutes * 60_000, keys, ref: 0 };
+    const probeKey = (await server.createKey('soak-probe@example.com', 'probe')).key;
+    const run: Run = { server, t0, deadline: t0 + minutes * 60_000, keys, probeKey, ref: 0 };
     const total = minutes * 60;
 
     const timeline: { atS: number; samples: ProcessSample[] }[] = [];
@@ -287,7 +303,7 @@ function report(r: SoakResult): string {
     `|---|---|${statuses.map(() => '---|').join('')}`,
     ...r.byPhase.map((p) => `| ${p.phase} | ${p.size} | ${statuses.map((k) => p.statuses[k] ?? 0).join(' | ')} |`),
     '',
-    `Faults (SIGKILL). "Answering again" is from the kill until the first success among the probes sent after the last failed one (a small decision on a fresh connection every ${PROBE_INTERVAL_MS} ms, so both workers are asked; probes queue behind the load like any request and count as failed after ${PROBE_TIMEOUT_MS / 1000} s); a fault's window lasts until the next kill or the end of the load, a failure that came back after it is left out (the next kill may have caused it) and a late success counts; "not within the window" means the last probes to answer had failed. Engine restarts counted by the server: ${r.engineRestarts ?? 'not exported'}.`,
+    `Faults (SIGKILL). "Answering again" is from the kill until the first success among the probes sent after the last failed one (small decisions from a key of their own, one at a time, ${PROBE_INTERVAL_MS} ms apart, each on a fresh connection so both workers are asked; a probe counts as failed after ${PROBE_TIMEOUT_MS / 1000} s); a fault's window lasts until the next kill or the end of the load, a failure that came back after it is left out (the next kill may have caused it) and a late success counts; "not within the window" means the last probes to answer had failed. Engine restarts counted by the server: ${r.engineRestarts ?? 'not exported'}.`,
     '',
     '| fault | pid | at | new process seen after | answering again after | probes sent | failed in the window | unanswered when it closed | window |',
     '|---|---|---|---|---|---|---|---|---|',
