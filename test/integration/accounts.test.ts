@@ -27,6 +27,8 @@ const MAIN_ENV = {
   ARBITRA_MAX_IN_FLIGHT: '1',
   ARBITRA_RATE_LIMIT_RPS: '1000',
   ARBITRA_IP_LIMIT_PER_MINUTE: String(IP_PER_MINUTE),
+  // The daily-allowance test spreads 200 parallel decisions over 200 keys of one user.
+  ARBITRA_MAX_KEYS_PER_USER: '1000',
 };
 
 const utcDay = (): string => new Date().toISOString().slice(0, 10);
