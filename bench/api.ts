@@ -12,7 +12,7 @@ import { engineRequestFor } from './lib/capture.js';
 import { ensureLlamaTool } from './lib/llama-bench.js';
 import { startLlamaServer } from './lib/llama-server.js';
 import { runLoad, type LoadResult } from './lib/load.js';
-import { replaceSection } from './lib/results.js';
+import { replaceSection, writeRawResult } from './lib/results.js';
 import { freePort } from './lib/serve.js';
 
 const root = packageRoot();
@@ -105,7 +105,6 @@ interface Row {
 }
 
 async function main(): Promise<void> {
-  fs.mkdirSync(path.join(root, 'bench', 'out'), { recursive: true });
   const serverBinary = ensureLlamaTool(root, 'llama-server', log);
 
   log('building the prompts the baseline will be asked');
@@ -175,7 +174,7 @@ async function main(): Promise<void> {
 
   const load = os.loadavg()[0]!.toFixed(2);
   const out = { date: new Date().toISOString(), cpus: os.availableParallelism(), threads, seconds, loadavg1: load, arbitra: arbitra.command, baseline: baseline.command, prompts: { a: prompts.a.prompts.length, b: prompts.b.prompts.length }, rows };
-  fs.writeFileSync(path.join(root, 'bench', 'out', 'api.json'), JSON.stringify(out, null, 2));
+  writeRawResult('api', out);
   const fmt = (r: LoadResult): string => `${r.perSecond.toFixed(2)} | ${r.p50ms.toFixed(0)} | ${r.p99ms.toFixed(0)}`;
   const table = rows
     .map((r) => `| ${r.workload} | ${r.concurrency} | ${fmt(r.ours)} | ${fmt(r.baseline)} | **${r.ratio.toFixed(2)}×** |`)

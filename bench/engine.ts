@@ -3,14 +3,13 @@
 // prefill tokens/s that llama-bench, built from the same llama.cpp source with the same flags,
 // measures for the same model and thread count. Writes bench/out/engine.json and the engine section
 // of bench/RESULTS.md.
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
 import { packageRoot } from '../src/paths.js';
 import { engineRequestFor } from './lib/capture.js';
 import { cpuSeconds, ensureLlamaTool, runLlamaBench } from './lib/llama-bench.js';
-import { replaceSection } from './lib/results.js';
+import { replaceSection, writeRawResult } from './lib/results.js';
 
 const root = packageRoot();
 const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
@@ -197,8 +196,7 @@ async function main(): Promise<void> {
     },
     targets: { usefulVsLlamaBench: 0.8, sharedPrefixEvaluatedVsPerBranch: 0.4 },
   };
-  fs.mkdirSync(path.join(root, 'bench', 'out'), { recursive: true });
-  fs.writeFileSync(path.join(root, 'bench', 'out', 'engine.json'), JSON.stringify(result, null, 2) + '\n');
+  writeRawResult('engine', result);
 
   const busy = otherShare > 0.05;
   const row = (m: Measured) =>

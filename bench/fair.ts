@@ -5,18 +5,15 @@
 // disconnects halfway: the bench reports whether the engine stopped working on it (how soon it
 // was idle, the branches it still scored, arbitra_engine_jobs_cancelled_total when exported).
 // Writes bench/out/fair.json and the "Fairness" section of bench/RESULTS.md.
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { packageRoot } from '../src/paths.js';
 import { decisionBody } from './lib/bodies.js';
 import { call, json, outcome, type Reply } from './lib/http.js';
 import { metricTotal } from './lib/metrics.js';
 import { benchArgs, numberOption } from './lib/options.js';
-import { publishSection } from './lib/results.js';
-import { serve, type Served } from './lib/serve.js';
-import { latencySummary, type LatencySummary } from './lib/stats.js';
+import { publishSection, writeRawResult } from './lib/results.js';
+import { serve, serverNotes, type Served } from './lib/serve.js';
+import { latencySummary, ms, type LatencySummary } from './lib/stats.js';
 
 const { values, common } = benchArgs({
   questions: { type: 'string' },
@@ -32,7 +29,6 @@ const rate = numberOption(values.rate, 'rate', 1);
 const aloneSeconds = numberOption(values.seconds, 'seconds', 30);
 const maxSeconds = numberOption(values['max-seconds'], 'max-seconds', 1800);
 const METRICS_POLL_MS = 250;
-const root = packageRoot();
 const log = (msg: string): void => void process.stdout.write(`[bench:fair] ${msg}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -151,19 +147,16 @@ async function main(): Promise<void> {
     const cancel = await cancellation(server, largeKey, smallKey, Math.max(1000, bigReply.ms / 2), Math.max(10_000, bigReply.ms));
     log(`cancel: idle ${cancel.idleAfterS ?? 'never'} s after the disconnect, ${cancel.branchesAfterDisconnect} branches scored after it, jobs cancelled ${cancel.jobsCancelled ?? 'not exported'}`);
 
-    const serverLog = server.log().filter((l) => /exited|restart|error|warn/i.test(l));
-    for (const l of serverLog) log(`server: ${l}`);
+    const serverLog = serverNotes(server, log);
 
     const result: FairResult = { date: new Date().toISOString(), cpus: os.availableParallelism(), loadavg1: os.loadavg()[0] ?? NaN, command: server.command, questions, rate, aloneSeconds, alone, withLarge, large: { outcome: outcome(bigReply), seconds: bigReply.ms / 1000, answers, error: bigError }, cancel, serverLog };
-    fs.mkdirSync(path.join(root, 'bench', 'out'), { recursive: true });
-    fs.writeFileSync(path.join(root, 'bench', 'out', 'fair.json'), `${JSON.stringify(result, null, 2)}\n`);
+    writeRawResult('fair', result);
     publishSection(common.resultsFile, 'Fairness (`npm run bench:fair`)', report(result), log);
   } finally {
     await server.stop();
   }
 }
 
-const ms = (x: number): string => (Number.isNaN(x) ? '–' : x.toFixed(0));
 const statusList = (s: Record<string, number>): string => Object.entries(s).map(([k, n]) => `${k} × ${n}`).join(', ');
 
 interface FairResult {

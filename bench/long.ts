@@ -4,12 +4,11 @@
 // latency with and without it (the lane must not slow ordinary requests), and how long one question
 // about a state of 2k to 30k tokens takes, as tokens/s relative to a state the main lane holds.
 // Writes bench/out/long.json and the "Long inputs" section of bench/RESULTS.md.
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LlamaEngine } from '../src/engine/llama-engine.js';
 import { packageRoot } from '../src/paths.js';
-import { replaceSection } from './lib/results.js';
+import { replaceSection, writeRawResult } from './lib/results.js';
 
 const root = packageRoot();
 const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
@@ -80,8 +79,7 @@ const result = {
   shortMs: { without: withoutShort, with: withShort },
   long,
 };
-fs.mkdirSync(path.join(root, 'bench', 'out'), { recursive: true });
-fs.writeFileSync(path.join(root, 'bench', 'out', 'long.json'), `${JSON.stringify(result, null, 2)}\n`);
+writeRawResult('long', result);
 
 const base = long[0]!.tokensPerSecond;
 const rows = long.map((r) => `| ${r.tokens} | ${r.lane} | ${(r.ms / 1000).toFixed(1)} | ${r.tokensPerSecond.toFixed(0)} | ${(r.tokensPerSecond / base).toFixed(2)} |`);

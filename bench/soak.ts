@@ -5,19 +5,16 @@
 // responses by status and latency per size, every process's resident memory over time, how long
 // decisions took to succeed again after each kill, and whether every acknowledged write survived.
 // Writes bench/out/soak.json and the "Soak" section of bench/RESULTS.md.
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { packageRoot } from '../src/paths.js';
 import { decisionBody, type Size } from './lib/bodies.js';
 import { call, json, outcome, type Reply } from './lib/http.js';
 import { metricTotal } from './lib/metrics.js';
 import { benchArgs, numberOption } from './lib/options.js';
 import { memoryByProcess, pidsOf, sampleServer, type ProcessMemory, type ProcessSample, type Role } from './lib/procs.js';
-import { publishSection } from './lib/results.js';
-import { serve, type Served } from './lib/serve.js';
-import { latencySummary, recoveryAfter, type LatencySummary, type Probe, type Recovery } from './lib/stats.js';
+import { publishSection, writeRawResult } from './lib/results.js';
+import { serve, serverNotes, type Served } from './lib/serve.js';
+import { latencySummary, ms, recoveryAfter, type LatencySummary, type Probe, type Recovery } from './lib/stats.js';
 
 const { values, common } = benchArgs({
   minutes: { type: 'string' },
@@ -38,7 +35,6 @@ const WRITE_INTERVAL_MS = 1_000;
 const PROBE_INTERVAL_MS = 500;
 const PROBE_TIMEOUT_MS = 60_000;
 const SAMPLE_INTERVAL_MS = 2_000;
-const root = packageRoot();
 const log = (msg: string): void => void process.stdout.write(`[bench:soak] ${msg}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -247,19 +243,16 @@ async function main(): Promise<void> {
       return SIZES.map((size) => ({ phase: phase.name, size, statuses: tally(responses.filter((r) => r.size === size && r.sentS >= phase.fromS && r.sentS < until)) }));
     });
     for (const e of Object.entries(firstErrors)) log(`first ${e[0]}: ${e[1]}`);
-    const serverLog = server.log().filter((l) => /exited|restart|error|warn/i.test(l));
-    for (const l of serverLog) log(`server: ${l}`);
+    const serverLog = serverNotes(server, log);
 
     const result: SoakResult = { date: new Date().toISOString(), cpus: os.availableParallelism(), loadavg1: os.loadavg()[0] ?? NaN, command: server.command, minutes, elapsedS, clients: CLIENTS, bySize, byPhase, firstErrors, faults: faultRows, memory, engineRestarts, attempts, verification, serverLog };
-    fs.mkdirSync(path.join(root, 'bench', 'out'), { recursive: true });
-    fs.writeFileSync(path.join(root, 'bench', 'out', 'soak.json'), `${JSON.stringify(result, null, 2)}\n`);
+    writeRawResult('soak', result);
     publishSection(common.resultsFile, 'Soak (`npm run bench:soak`)', report(result), log);
   } finally {
     await server.stop();
   }
 }
 
-const ms = (x: number): string => (Number.isNaN(x) ? '–' : x.toFixed(0));
 const s1 = (x: number | null): string => (x === null ? 'not within the window' : `${x.toFixed(1)} s`);
 const answeringAgain = (f: Fault): string => (f.recovery.probes === 0 ? 'no probe answered' : s1(f.recovery.ms === null ? null : f.recovery.ms / 1000));
 

@@ -1,5 +1,14 @@
 // bench/RESULTS.md holds one "## <name>" section per benchmark; each run replaces its own section.
 import fs from 'node:fs';
+import path from 'node:path';
+import { packageRoot } from '../../src/paths.js';
+
+/** Writes a run's raw figures to bench/out/<name>.json, beside the section it publishes. */
+export function writeRawResult(name: string, value: unknown): void {
+  const dir = path.join(packageRoot(), 'bench', 'out');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `${name}.json`), `${JSON.stringify(value, null, 2)}\n`);
+}
 
 export function replaceSection(file: string, name: string, body: string): void {
   const heading = `## ${name}`;

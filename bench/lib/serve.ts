@@ -70,6 +70,13 @@ export async function waitGroupGone(pgid: number, ms: number): Promise<boolean> 
   return true;
 }
 
+/** The server's log lines worth a look after a run (exits, restarts, errors, warnings), each also logged. */
+export function serverNotes(server: Served, log: (msg: string) => void): string[] {
+  const notes = server.log().filter((l) => /exited|restart|error|warn/i.test(l));
+  for (const l of notes) log(`server: ${l}`);
+  return notes;
+}
+
 export async function serve(opts: ServeOptions): Promise<Served> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'arbitra-bench-'));
   const port = await freePort();

@@ -1,6 +1,9 @@
 // Summaries the load benches report: latency percentiles, a sampled series' start/max/end, and
 // the time a service took to answer again after a fault. Pure, so test/bench can hold them.
 
+/** Milliseconds as a table cell: whole, or a dash where there was nothing to measure. */
+export const ms = (x: number): string => (Number.isNaN(x) ? '–' : x.toFixed(0));
+
 /** The nearest-rank percentile of an ascending list; NaN when it is empty. */
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
