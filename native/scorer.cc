@@ -188,11 +188,16 @@ void Scorer::release_prefix(PrefixEntry* entry) {
   entry->last_used = ++clock_;
 }
 
-void Scorer::drop_cancelled() {
+std::vector<std::unique_ptr<ScoreJob>> Scorer::take_active(const std::function<bool(const ScoreJob&)>& which) {
   std::vector<std::unique_ptr<ScoreJob>> still;
-  std::vector<std::unique_ptr<ScoreJob>> gone;
-  for (auto& owned : active_) (owned->cancelled->load() ? gone : still).push_back(std::move(owned));
+  std::vector<std::unique_ptr<ScoreJob>> taken;
+  for (auto& owned : active_) (which(*owned) ? taken : still).push_back(std::move(owned));
   active_ = std::move(still);
+  return taken;
+}
+
+void Scorer::drop_cancelled() {
+  std::vector<std::unique_ptr<ScoreJob>> gone = take_active([](const ScoreJob& j) { return j.cancelled->load(); });
   if (gone.empty()) return;
   for (auto& job : gone) {
     job->error = "the request was cancelled";
@@ -378,13 +383,7 @@ bool Scorer::step() {
     stats_.last_batch_branches = planned.size();
   }
 
-  std::vector<std::unique_ptr<ScoreJob>> still;
-  std::vector<std::unique_ptr<ScoreJob>> done;
-  for (auto& owned : active_) {
-    (owned->branches_done == owned->branches.size() ? done : still).push_back(std::move(owned));
-  }
-  active_ = std::move(still);
-  finish(std::move(done));
+  finish(take_active([](const ScoreJob& j) { return j.branches_done == j.branches.size(); }));
   return true;
 }
 

@@ -124,6 +124,8 @@ class Scorer {
   void loop();
   // One llama_decode over as much queued work as fits; false when there was nothing to do.
   bool step();
+  // Moves the active jobs `which` picks out of active_, keeping the others in order.
+  std::vector<std::unique_ptr<ScoreJob>> take_active(const std::function<bool(const ScoreJob&)>& which);
   // Fails the cancelled jobs; their sequences are already free between batches.
   void drop_cancelled();
   // Gives waiting jobs a prefix, tenants holding the fewest prefixes first.
