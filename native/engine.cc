@@ -64,65 +64,54 @@ class LoadWorker : public Napi::AsyncWorker {
     file.close();
 
     const size_t gpu_before = gpu_memory_used();
-    llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers = cfg_.n_gpu_layers;
-    // Repacked CPU weights switch between a 4-row GEMM and a GEMV kernel depending on where a
-    // token's row falls in the batch, and the two round differently: a branch's log-probs would
-    // then depend on its neighbours in the batch. Off unless asked for.
-    mp.use_extra_bufts = cfg_.repack;
-    model_ = llama_model_load_from_file(cfg_.path.c_str(), mp);
+    model_ = load_model(cfg_.path, cfg_.n_gpu_layers, cfg_.repack);
     if (model_ == nullptr) return SetError("failed to load the model: " + cfg_.path);
 
     if (cfg_.n_threads <= 0) cfg_.n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
     cfg_.n_ubatch = std::min(cfg_.n_ubatch, cfg_.n_batch);
-    cfg_.n_ctx_long = std::min(cfg_.n_ctx_long, static_cast<uint32_t>(std::max(0, llama_model_n_ctx_train(model_))));
-    if (!AddLane(cfg_.n_ctx, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens)) return;
-    // A long lane's batch takes any suffix its sequences can hold (a long option list), and one
-    // long prefix stays cached, so follow-up questions about a long document skip its decode.
-    if (cfg_.n_ctx_long > cfg_.n_ctx &&
-        !AddLane(cfg_.n_ctx_long, std::max<uint32_t>(2, cfg_.n_seq_long), std::max(cfg_.n_batch, cfg_.n_ctx_long), cfg_.n_ctx_long)) {
-      return;
+    const uint32_t train = static_cast<uint32_t>(std::max(1, llama_model_n_ctx_train(model_)));
+    if (cfg_.layout == KvLayout::shared) {
+      // One pool serves every request, the longest included: no long lane.
+      const uint32_t cells = cfg_.kv_cells > 0 ? cfg_.kv_cells : std::min<uint32_t>(train, 32768) + cfg_.n_batch;
+      if (!AddLane(KvLayout::shared, cells, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens)) return;
+    } else {
+      cfg_.n_ctx_long = std::min(cfg_.n_ctx_long, train);
+      if (!AddLane(KvLayout::copied, cfg_.n_ctx, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens)) return;
+      // A long lane's batch takes any suffix its sequences can hold (a long option list), and one
+      // long prefix stays cached, so follow-up questions about a long document skip its decode.
+      if (cfg_.n_ctx_long > cfg_.n_ctx &&
+          !AddLane(KvLayout::copied, cfg_.n_ctx_long, std::max<uint32_t>(2, cfg_.n_seq_long), std::max(cfg_.n_batch, cfg_.n_ctx_long), cfg_.n_ctx_long)) {
+        return;
+      }
     }
     const size_t gpu_after = gpu_memory_used();
     gpu_bytes_ = gpu_after > gpu_before ? gpu_after - gpu_before : 0;
   }
 
-  // A context of n_seq sequences of n_ctx_seq tokens each, with its scorer; false after SetError.
-  bool AddLane(uint32_t n_ctx_seq, uint32_t n_seq, uint32_t n_batch, uint32_t prefix_cache_tokens) {
-    llama_context_params cp = llama_context_default_params();
-    // Every sequence gets its own KV stream of n_ctx_seq cells.
-    cp.n_ctx = n_ctx_seq * n_seq;
-    cp.n_batch = n_batch;
-    cp.n_ubatch = cfg_.n_ubatch;
-    cp.n_seq_max = n_seq;
-    cp.n_threads = cfg_.n_threads;
-    cp.n_threads_batch = cfg_.n_threads;
-    // One KV stream per sequence rather than a unified buffer: in a unified cache the attention
-    // result of a branch depends on where its cells sit among other sequences' cells, and small
-    // models amplify that into visible log-prob differences; separate streams make batched
-    // scores equal to scores computed alone. The price is a copy of the prefix stream per branch.
-    cp.kv_unified = false;
-    // A full-size SWA cache so a long shared prefix never slides out of the window.
-    cp.swa_full = true;
-    cp.no_perf = true;
-    cp.flash_attn_type = static_cast<llama_flash_attn_type>(cfg_.flash_attn);
-    llama_context* ctx = llama_init_from_model(model_, cp);
-    if (ctx == nullptr) {
+  // False after SetError.
+  bool AddLane(KvLayout layout, uint32_t cells, uint32_t n_seq, uint32_t n_batch, uint32_t prefix_cache_tokens) {
+    LaneSpec spec;
+    spec.layout = layout;
+    spec.cells = cells;
+    spec.n_seq = n_seq;
+    spec.n_batch = n_batch;
+    spec.n_ubatch = cfg_.n_ubatch;
+    spec.n_threads = cfg_.n_threads;
+    spec.flash_attn = cfg_.flash_attn;
+    spec.prefix_cache_tokens = prefix_cache_tokens;
+    // The same chunk boundaries in every lane, so a prefix's KV never depends on its lane's batch.
+    spec.prefix_chunk = std::min<uint32_t>(512, cfg_.n_batch);
+    Lane lane;
+    if (!make_lane(model_, spec, &lane)) {
       lanes_.clear();
       llama_model_free(model_);
       model_ = nullptr;
-      SetError("failed to create a context for " + cfg_.path + " (" + std::to_string(n_seq) + " sequences of " + std::to_string(n_ctx_seq) + " tokens)");
+      SetError("failed to create a context for " + cfg_.path + " (" +
+               (layout == KvLayout::shared ? "a shared pool of " + std::to_string(cells) + " cells"
+                                           : std::to_string(n_seq) + " sequences of " + std::to_string(cells) + " tokens") +
+               ")");
       return false;
     }
-    ScorerOptions so;
-    so.n_batch = n_batch;
-    // The same chunk boundaries in every lane, so a prefix's KV never depends on its lane's batch.
-    so.prefix_chunk = std::min<uint32_t>(512, cfg_.n_batch);
-    so.n_seq_max = llama_n_seq_max(ctx);
-    so.prefix_cache_tokens = prefix_cache_tokens;
-    Lane lane;
-    lane.ctx.reset(ctx);
-    lane.scorer = std::make_unique<Scorer>(ctx, so);
     lanes_.push_back(std::move(lane));
     return true;
   }
@@ -242,6 +231,9 @@ Napi::Value Engine::Load(const Napi::CallbackInfo& info) {
     if (rp.IsBoolean()) cfg.repack = rp.As<Napi::Boolean>().Value();
     cfg.n_ctx_long = opt_u32(o, "longContextSize", cfg.n_ctx_long);
     cfg.n_seq_long = std::min<uint32_t>(opt_u32(o, "longSequences", cfg.n_seq_long), 256);
+    Napi::Value kl = o.Get("kvLayout");
+    if (kl.IsString()) cfg.layout = kl.As<Napi::String>().Utf8Value() == "shared" ? KvLayout::shared : KvLayout::copied;
+    cfg.kv_cells = opt_u32(o, "kvCells", cfg.kv_cells);
     Napi::Value pc = o.Get("prefixCacheTokens");
     if (pc.IsNumber()) cfg.prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
   }
@@ -290,11 +282,16 @@ Napi::Object Engine::Facts(Napi::Env env) {
                                                               : Napi::Number::New(env, static_cast<double>(gpu_bytes_ / (1024 * 1024))));
   o.Set("llamaBuild", ARBITRA_LLAMA_BUILD);
   o.Set("threads", cfg_.n_threads);
-  o.Set("contextSize", llama_n_ctx_seq(lanes_.front().ctx.get()));
-  o.Set("longContextSize", llama_n_ctx_seq(lanes_.back().ctx.get()));
+  o.Set("contextSize", lanes_.front().max_tokens);
+  o.Set("longContextSize", lanes_.back().max_tokens);
   o.Set("longSequences", lanes_.size() > 1 ? llama_n_seq_max(lanes_.back().ctx.get()) : 0);
   o.Set("batchSize", cfg_.n_batch);
   o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx.get()));
+  o.Set("kvLayout", cfg_.layout == KvLayout::shared ? "shared" : "copied");
+  size_t cells = 0;
+  for (const Lane& lane : lanes_) cells += llama_n_ctx(lane.ctx.get());
+  o.Set("kvCells", static_cast<double>(cells));
+  o.Set("kvBytes", static_cast<double>(cells * kv_bytes_per_cell(model_)));
   o.Set("hasChatTemplate", llama_model_chat_template(model_, nullptr) != nullptr);
   return o;
 }
@@ -426,7 +423,7 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
     const size_t needed = job->prefix.size() + longest;
     for (Lane& l : lanes_) {
       // A suffix is decoded in one call, so it must also fit the lane's batch.
-      if (needed <= llama_n_ctx_seq(l.ctx.get()) && longest <= llama_n_batch(l.ctx.get())) {
+      if (needed <= l.max_tokens && longest <= llama_n_batch(l.ctx.get())) {
         lane = &l;
         break;
       }
@@ -436,7 +433,7 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
       throw coded_error(env, "context_exceeded",
                         longest > llama_n_batch(widest.ctx.get())
                             ? "a branch suffix has " + std::to_string(longest) + " tokens, more than the batch size " + std::to_string(llama_n_batch(widest.ctx.get()))
-                            : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(llama_n_ctx_seq(widest.ctx.get())));
+                            : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(widest.max_tokens));
     }
   } catch (const Napi::Error& e) {
     deferred.Reject(e.Value());

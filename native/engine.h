@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lane.h"
 #include "llama.h"
-#include "scorer.h"
 
 namespace arbitra {
 
@@ -27,23 +27,14 @@ struct EngineConfig {
   int32_t n_gpu_layers = 0;
   uint32_t prefix_cache_tokens = 4096;
   int32_t flash_attn = -1;  // llama_flash_attn_type: -1 auto, 0 off, 1 on
-  bool repack = false;      // CPU weight repacking (see LoadWorker::Execute)
-  // The long lane: a second context whose few sequences each hold up to this many tokens, for the
+  bool repack = false;      // CPU weight repacking (see load_model)
+  KvLayout layout = KvLayout::copied;
+  // Shared layout: cells in the pool; 0 = the model's training context (at most 32768) plus one batch.
+  uint32_t kv_cells = 0;
+  // Copied layout only. The long lane: a second context whose few sequences each hold up to this many tokens, for the
   // prompts the main lane cannot hold. 0 (or not above n_ctx) = no long lane.
   uint32_t n_ctx_long = 0;
   uint32_t n_seq_long = 2;
-};
-
-struct ContextFree {
-  void operator()(llama_context* ctx) const { llama_free(ctx); }
-};
-
-// One context and the scorer that owns it. A request goes to the first lane whose sequences
-// can hold it, so the same request always meets the same KV geometry, whatever the load.
-// Destroying a lane stops its scorer (declared last, so destroyed first), then frees the context.
-struct Lane {
-  std::unique_ptr<llama_context, ContextFree> ctx;
-  std::unique_ptr<Scorer> scorer;
 };
 
 class Engine : public Napi::ObjectWrap<Engine> {
@@ -73,7 +64,9 @@ class Engine : public Napi::ObjectWrap<Engine> {
 
   llama_model* model_ = nullptr;
   const llama_vocab* vocab_ = nullptr;
-  std::vector<Lane> lanes_;  // by growing context per sequence; lanes_[0] is the main lane
+  // By growing max_tokens; lanes_[0] is the main lane. A request goes to the first lane that can hold
+  // it, so the same request always meets the same KV geometry, whatever the load.
+  std::vector<Lane> lanes_;
   EngineConfig cfg_;
   size_t gpu_bytes_ = 0;
   bool busy_ = false;  // a load or close is in progress

@@ -167,10 +167,13 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   }
   // Prefixes in use may hold at most half of the sequences, so branches always find free ones.
   if (in_use >= std::max<size_t>(1, opts_.n_seq_max / 2)) return nullptr;
+  if (!make_room(tokens.size(), donor)) return nullptr;
+  if (donor == nullptr) best = 0;
   llama_seq_id seq;
   if (free_seqs_.empty() && !evict_one_idle(donor)) return nullptr;
   if (!alloc_seq(&seq)) return nullptr;
-  // Sequences live in separate KV streams, which llama.cpp copies whole.
+  // Copied layout: llama.cpp copies the donor's whole stream. Shared: the new sequence joins the
+  // donor's cells.
   if (donor != nullptr) llama_memory_seq_cp(mem_, donor->seq, seq, -1, -1);
   PrefixEntry entry;
   entry.seq = seq;
@@ -181,6 +184,19 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   prefixes_.push_back(std::move(entry));
   job->cached = static_cast<int64_t>(best);
   return &prefixes_.back();
+}
+
+bool Scorer::make_room(size_t need, PrefixEntry*& donor) {
+  if (opts_.prefix_cells == 0) return true;
+  for (;;) {
+    // Counted whole even where a prefix shares its donor's cells: the bound errs on the safe side.
+    size_t held = 0;
+    for (const auto& e : prefixes_) held += e.refs > 0 ? e.tokens.size() : e.decoded;
+    if (held + need <= opts_.prefix_cells) return true;
+    if (evict_one_idle(donor)) continue;
+    if (donor == nullptr) return false;
+    donor = nullptr;
+  }
 }
 
 void Scorer::release_prefix(PrefixEntry* entry) {
@@ -292,7 +308,8 @@ void Scorer::add_branches(int32_t& budget, size_t max_branches, std::vector<Plan
     llama_seq_id seq;
     if (!alloc_seq(&seq)) return;
     const size_t total = job->entry->tokens.size();
-    // Copies the prefix's KV stream into the branch's stream before the next decode.
+    // Copied layout: the prefix's stream is copied into the branch's before the next decode.
+    // Shared: the branch's sequence joins the prefix's cells.
     llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
     for (int32_t i = 0; i < n; ++i) {
       batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(total + static_cast<size_t>(i)), seq, i == n - 1);

@@ -62,6 +62,10 @@ struct ScorerOptions {
   uint32_t n_seq_max = 64;
   // Idle prefix tokens kept for reuse; older ones are evicted to hand their sequences back.
   uint32_t prefix_cache_tokens = 4096;
+  // Shared KV layout only: cells that prefixes, in use or cached, may hold in the pool. A prefix
+  // is admitted only when its whole length fits, so a decode never finds the pool full. 0 = the
+  // copied layout, where each prefix owns a stream and only sequences are counted.
+  uint32_t prefix_cells = 0;
   // Branches per decode are capped so that a decode takes about this long: a request arriving
   // behind a large one waits for one such decode, not for a batch of the large one's branches.
   // Each branch costs about the same whatever else shares its decode (its logits row over the
@@ -137,6 +141,9 @@ class Scorer {
   // short decode, and a stream of new jobs cannot starve an old one of the same tenant.
   void add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
+  // Shared layout: evicts idle prefixes until `need` more cells fit, sacrificing the donor last
+  // (then cleared); false when the prefixes in use leave no room.
+  bool make_room(size_t need, PrefixEntry*& donor);
   void release_prefix(PrefixEntry* entry);
   bool alloc_seq(llama_seq_id* out);
   void free_seq(llama_seq_id seq);

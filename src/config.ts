@@ -61,7 +61,9 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
   { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)' },
-  { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'engine KV cells per sequence of the main lane, which serves every prompt that fits (default 4096)' },
+  { flag: '--kv-layout', env: 'ARBITRA_KV_LAYOUT', help: 'engine KV cache: "copied" (one stream per sequence, a branch copies its prefix: scores never depend on the load) or "shared" (one pool, branches share their prefix\'s cells: memory follows the tokens in use) (default copied)' },
+  { flag: '--kv-cells', env: 'ARBITRA_KV_CELLS', help: 'shared layout: KV cells in the pool, the most tokens in flight (default: the model\'s training context up to 32768, plus one batch)' },
+  { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'copied layout: engine KV cells per sequence of the main lane, which serves every prompt that fits (default 4096)' },
   { flag: '--long-ctx-size', env: 'ARBITRA_LONG_CTX_SIZE', help: 'KV cells per sequence of the long lane for longer prompts, capped at the model\'s training context; 0 = no long lane (default 32768)' },
   { flag: '--long-sequences', env: 'ARBITRA_LONG_SEQUENCES', help: 'sequences of the long lane (default 2)' },
   { flag: '--threads', env: 'ARBITRA_THREADS', help: 'engine CPU threads' },
@@ -126,7 +128,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const host = raw('--host')?.value ?? '127.0.0.1';
   const { model, modelEntry } = modelFor(raw('--model')?.value, env);
   const engine: Partial<EngineOptions> = {};
-  const engineKnobs: [string, keyof EngineOptions, number][] = [
+  const engineKnobs: [string, 'contextSize' | 'threads' | 'maxSequences' | 'batchSize' | 'kvCells', number][] = [
+    ['--kv-cells', 'kvCells', 1 << 24],
     ['--ctx-size', 'contextSize', 1 << 24],
     ['--threads', 'threads', 1024],
     ['--max-sequences', 'maxSequences', 4096],
@@ -140,6 +143,11 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (longContext !== undefined) engine.longContextSize = longContext;
   const longSequences = int('--long-sequences', 2, 256);
   if (longSequences !== undefined) engine.longSequences = longSequences;
+  const layout = raw('--kv-layout');
+  if (layout !== undefined) {
+    if (layout.value !== 'copied' && layout.value !== 'shared') throw new ConfigError(`${layout.source} must be "copied" or "shared", got ${JSON.stringify(layout.value)}`);
+    engine.kvLayout = layout.value;
+  }
   const gpuLayers = int('--gpu-layers', 0, 100_000);
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
 

@@ -7,6 +7,8 @@ import { loadAddon, type NativeEngine, type NativeStats } from './native.js';
 import { cancelledError, EngineError, type EngineErrorCode, type EngineOptions, type ModelFacts } from './types.js';
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
+  kvLayout: 'copied',
+  kvCells: 0,
   contextSize: 4096,
   batchSize: 2048,
   microBatchSize: 512,
@@ -86,6 +88,9 @@ export class LlamaEngine {
       threads: Number(raw.threads),
       contextSize: Number(raw.contextSize),
       maxSequences: Number(raw.maxSequences),
+      kvLayout: raw.kvLayout === 'shared' ? 'shared' : 'copied',
+      kvCells: Number(raw.kvCells),
+      kvBytes: Number(raw.kvBytes),
       longContextSize: Number(raw.longContextSize),
       longSequences: Number(raw.longSequences),
       hasChatTemplate: Boolean(raw.hasChatTemplate),

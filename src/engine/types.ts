@@ -1,9 +1,20 @@
 // The engine's contract: what the HTTP side may ask of the one process that owns the model.
 
+/**
+ * How the KV cache is laid out. `copied`: one stream per sequence, a branch copies its prefix's
+ * whole stream; scores never depend on the load, memory is contextSize × maxSequences (plus the
+ * long lane). `shared`: one pool of kvCells cells, a branch shares its prefix's cells and adds only
+ * its suffix; memory and work follow the tokens in use, one request may use the whole pool.
+ */
+export type KvLayout = 'copied' | 'shared';
+
 export interface EngineOptions {
+  kvLayout: KvLayout;
+  /** Shared layout: cells in the pool; 0 = the model's training context (at most 32768) plus one batch. */
+  kvCells: number;
   /**
-   * KV cells of each sequence: the longest prompt (prefix + one suffix) the engine can score.
-   * Every sequence has its own KV stream, so memory grows with contextSize × maxSequences.
+   * Copied layout: KV cells of each sequence, the longest prompt (prefix + one suffix) the main lane
+   * can score. Every sequence has its own KV stream, so memory grows with contextSize × maxSequences.
    */
   contextSize: number;
   /** Most tokens handed to one llama_decode call. */
@@ -18,7 +29,7 @@ export interface EngineOptions {
    * touch it, so they keep contextSize's many small, cheap-to-copy streams.
    */
   longContextSize: number;
-  /** Sequences of the long lane: long prompts are scored one prefix at a time. */
+  /** Sequences of the long lane (copied layout): long prompts are scored one prefix at a time. */
   longSequences: number;
   /** CPU threads for decoding. */
   threads: number;
@@ -48,9 +59,14 @@ export interface ModelFacts {
   gpuMemoryMb: number | null;
   llamaBuild: string;
   threads: number;
+  /** The longest prompt (prefix + one suffix) the main lane takes. */
   contextSize: number;
   maxSequences: number;
-  /** Per-sequence context of the long lane; equal to contextSize when there is none. */
+  kvLayout: KvLayout;
+  /** KV cells allocated over every lane, and their bytes. */
+  kvCells: number;
+  kvBytes: number;
+  /** The longest prompt the engine takes at all (the long lane's); equal to contextSize when there is none. */
   longContextSize: number;
   /** 0 when there is no long lane. */
   longSequences: number;

@@ -1,0 +1,79 @@
+#include "lane.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace arbitra {
+
+namespace {
+
+int64_t meta_int(const llama_model* model, const std::string& key, int64_t fallback) {
+  char buf[64] = {0};
+  if (llama_model_meta_val_str(model, key.c_str(), buf, sizeof(buf)) < 0) return fallback;
+  return std::strtoll(buf, nullptr, 10);
+}
+
+}  // namespace
+
+llama_model* load_model(const std::string& path, int32_t n_gpu_layers, bool repack) {
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = n_gpu_layers;
+  // Repacked CPU weights switch between a 4-row GEMM and a GEMV kernel depending on where a
+  // token's row falls in the batch, and the two round differently: a branch's log-probs would
+  // then depend on its neighbours in the batch. Off unless asked for.
+  mp.use_extra_bufts = repack;
+  return llama_model_load_from_file(path.c_str(), mp);
+}
+
+bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
+  const bool shared = spec.layout == KvLayout::shared;
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = shared ? spec.cells : spec.cells * spec.n_seq;
+  cp.n_batch = spec.n_batch;
+  cp.n_ubatch = std::min(spec.n_ubatch, spec.n_batch);
+  cp.n_seq_max = spec.n_seq;
+  cp.n_threads = spec.n_threads;
+  cp.n_threads_batch = spec.n_threads;
+  // Copied: one KV stream per sequence. In a unified cache the attention result of a branch depends
+  // on where its cells sit among other sequences' cells, and small models amplify that into visible
+  // log-prob differences; separate streams make batched scores equal to scores computed alone.
+  cp.kv_unified = shared;
+  // A full-size SWA cache so a long shared prefix never slides out of the window.
+  cp.swa_full = true;
+  cp.no_perf = true;
+  cp.flash_attn_type = static_cast<llama_flash_attn_type>(spec.flash_attn);
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (ctx == nullptr) return false;
+
+  ScorerOptions so;
+  so.n_batch = spec.n_batch;
+  so.prefix_chunk = spec.prefix_chunk;
+  so.n_seq_max = llama_n_seq_max(ctx);
+  so.prefix_cache_tokens = spec.prefix_cache_tokens;
+  const uint32_t train = static_cast<uint32_t>(std::max(1, llama_model_n_ctx_train(model)));
+  if (shared) {
+    // A decode adds at most n_batch cells on top of the prefixes held, so prefixes may fill the
+    // pool up to that margin and a decode never finds it full.
+    so.prefix_cells = llama_n_ctx(ctx) > spec.n_batch ? llama_n_ctx(ctx) - spec.n_batch : 0;
+    out->max_tokens = std::min(train, so.prefix_cells);
+  } else {
+    out->max_tokens = llama_n_ctx_seq(ctx);
+  }
+  out->ctx.reset(ctx);
+  out->scorer = std::make_unique<Scorer>(ctx, so);
+  return true;
+}
+
+size_t kv_bytes_per_cell(const llama_model* model) {
+  char arch[64] = {0};
+  llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch));
+  const std::string a(arch);
+  const int64_t n_head = std::max(1, llama_model_n_head(model));
+  const int64_t head_dim = llama_model_n_embd(model) / n_head;
+  const int64_t k = meta_int(model, a + ".attention.key_length", head_dim);
+  const int64_t v = meta_int(model, a + ".attention.value_length", head_dim);
+  // F16 cells, the context's default cache type.
+  return static_cast<size_t>(llama_model_n_layer(model)) * static_cast<size_t>(llama_model_n_head_kv(model)) * static_cast<size_t>(k + v) * 2;
+}
+
+}  // namespace arbitra

@@ -1,0 +1,60 @@
+// A lane is one llama_context and the scorer that owns it. This is where a lane's KV layout is
+// chosen; the N-API engine and the C++ scorer bench both build their lanes here, so what the bench
+// measures is what the service runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "llama.h"
+#include "scorer.h"
+
+namespace arbitra {
+
+enum class KvLayout {
+  // One KV stream per sequence; a branch copies its prefix's whole stream. A branch's cells then sit
+  // exactly where they would if it ran alone, so scores never depend on the load. Memory is
+  // n_ctx × n_seq cells whatever the requests, and every branch pays a copy of its prefix stream.
+  copied,
+  // One pool of cells shared by every sequence; a branch adds its sequence id to its prefix's cells
+  // and adds only its suffix. Memory and work follow the tokens in use, and one request may use the
+  // whole pool, but where a request's cells land depends on what else is in the pool.
+  shared,
+};
+
+struct LaneSpec {
+  KvLayout layout = KvLayout::copied;
+  uint32_t cells = 4096;  // copied: cells per sequence; shared: cells in the pool
+  uint32_t n_seq = 32;
+  uint32_t n_batch = 2048;
+  uint32_t n_ubatch = 512;
+  int32_t n_threads = 1;
+  int32_t flash_attn = -1;  // llama_flash_attn_type: -1 auto, 0 off, 1 on
+  uint32_t prefix_cache_tokens = 4096;
+  uint32_t prefix_chunk = 512;
+};
+
+struct ContextFree {
+  void operator()(llama_context* ctx) const { llama_free(ctx); }
+};
+
+// Destroying a lane stops its scorer (declared last, so destroyed first), then frees the context.
+struct Lane {
+  std::unique_ptr<llama_context, ContextFree> ctx;
+  // The longest prompt (prefix + one suffix) a request may bring to this lane.
+  uint32_t max_tokens = 0;
+  std::unique_ptr<Scorer> scorer;
+};
+
+// Loads a GGUF with the weight layout every lane relies on; nullptr when llama.cpp refuses it.
+llama_model* load_model(const std::string& path, int32_t n_gpu_layers, bool repack);
+
+// Creates the context and starts its scorer; false (and `out` untouched) when llama.cpp cannot
+// allocate it.
+bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out);
+
+// Bytes of KV cache one cell costs for this model (K and V over every layer, F16).
+size_t kv_bytes_per_cell(const llama_model* model);
+
+}  // namespace arbitra
