@@ -20,6 +20,10 @@ struct PrefixEntry {
 
 namespace {
 
+// Query tokens from which llama.cpp's CPU flash attention switches to its tiled kernel
+// (GGML_FA_TILE_Q in ggml-cpu/common.h).
+constexpr int32_t kFlashAttnTileQ = 64;
+
 size_t common_prefix(const std::vector<llama_token>& a, const std::vector<llama_token>& b, size_t limit) {
   size_t n = std::min({a.size(), b.size(), limit});
   size_t i = 0;
@@ -251,7 +255,7 @@ void Scorer::admit_prefixes() {
   }
 }
 
-void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped) {
+void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped, std::vector<Planned>& planned) {
   for (auto& owned : active_) {
     ScoreJob* job = owned.get();
     PrefixEntry* e = job->entry;
@@ -268,6 +272,24 @@ void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntr
     budget -= take;
     job->evaluated += take;
     stepped.emplace_back(e, job);
+    if (chunk_end < e->tokens.size() || job->next_branch != 0) continue;
+    // The suffix goes into the prefix's sequence after its last chunk: same cells, same order as a
+    // decode of its own. llama.cpp's CPU flash attention picks its kernel by the query tokens a
+    // sequence brings to a decode (tiled from 64, split over the cache for 1) and the kernels round
+    // differently (0.25 nats seen), so this is done only where every kernel stays the same.
+    const Branch& b = job->branches[0];
+    const int32_t n = static_cast<int32_t>(b.suffix.size());
+    if (n > budget || n < 2 || take + n >= kFlashAttnTileQ) continue;
+    for (int32_t i = 0; i < n; ++i) {
+      batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(chunk_end + static_cast<size_t>(i)), e->seq, i == n - 1);
+    }
+    Planned fused{job, 0, e->seq, batch_.n_tokens - 1};
+    fused.fused = true;
+    planned.push_back(fused);
+    budget -= n;
+    job->evaluated += n;
+    job->next_branch = 1;
+    job->last_served = tenant_served_[job->tenant] = ++serve_clock_;
   }
 }
 
@@ -332,7 +354,7 @@ bool Scorer::step() {
   int32_t budget = static_cast<int32_t>(opts_.n_batch);
   admit_prefixes();
   // Prefix chunks first: a new request's prefix never waits behind another request's branches.
-  add_prefix_chunks(budget, stepped);
+  add_prefix_chunks(budget, stepped, planned);
   const size_t max_branches = branch_ms_ > 0.0 ? std::max(opts_.min_branches_per_step, static_cast<size_t>(opts_.step_target_ms / branch_ms_))
                                                 : std::numeric_limits<size_t>::max();
   add_branches(budget, max_branches, planned);
@@ -353,7 +375,7 @@ bool Scorer::step() {
   if (rc != 0) {
     // The KV cache is back to its state before the call: undo this step's bookkeeping.
     for (const Planned& p : planned) {
-      free_seq(p.seq);
+      if (!p.fused) free_seq(p.seq);
       p.job->next_branch = std::min(p.job->next_branch, p.branch);
       p.job->evaluated -= static_cast<int64_t>(p.job->branches[p.branch].suffix.size());
     }
@@ -382,7 +404,11 @@ bool Scorer::step() {
     for (size_t k = 0; k < b.candidates.size(); ++k) {
       out[k] = static_cast<float>(static_cast<double>(logits[b.candidates[k]]) - log_z);
     }
-    free_seq(p.seq);
+    if (p.fused) {
+      llama_memory_seq_rm(mem_, p.seq, static_cast<llama_pos>(p.job->entry->tokens.size()), -1);
+    } else {
+      free_seq(p.seq);
+    }
     p.job->branches_done++;
   }
   // Timed with the logits read; steps that also decoded prefix chunks would overstate a branch.

@@ -123,6 +123,9 @@ class Scorer {
     size_t branch;
     llama_seq_id seq;
     int32_t logits_index;
+    // Decoded in the prefix's own sequence right behind its last chunk: its cells are trimmed off
+    // the prefix afterwards instead of freeing a sequence.
+    bool fused = false;
   };
 
   void loop();
@@ -134,8 +137,9 @@ class Scorer {
   void drop_cancelled();
   // Gives waiting jobs a prefix, tenants holding the fewest prefixes first.
   void admit_prefixes();
-  // Adds the next chunk of every admitted prefix that still has tokens to decode.
-  void add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped);
+  // Adds the next chunk of every admitted prefix that still has tokens to decode, and behind a last
+  // chunk its job's first branch, so a one-question request takes one decode.
+  void add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped, std::vector<Planned>& planned);
   // Adds up to max_branches branches one at a time, each to the tenant served least recently and
   // within it to the job served least recently, so a small request behind a large one waits for one
   // short decode, and a stream of new jobs cannot starve an old one of the same tenant.

@@ -63,6 +63,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)' },
   { flag: '--kv-layout', env: 'ARBITRA_KV_LAYOUT', help: 'engine KV cache: "copied" (one stream per sequence, a branch copies its prefix: scores never depend on the load) or "shared" (one pool, branches share their prefix\'s cells: memory follows the tokens in use) (default copied)' },
   { flag: '--kv-cells', env: 'ARBITRA_KV_CELLS', help: 'shared layout: KV cells in the pool, the most tokens in flight (default: the model\'s training context up to 32768, plus one batch)' },
+  { flag: '--weight-repack', env: 'ARBITRA_WEIGHT_REPACK', help: 'on: repack CPU weights for llama.cpp\'s fastest quantised kernels; scores then depend on what shares a batch (default off)' },
   { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'copied layout: engine KV cells per sequence of the main lane, which serves every prompt that fits (default 4096)' },
   { flag: '--long-ctx-size', env: 'ARBITRA_LONG_CTX_SIZE', help: 'KV cells per sequence of the long lane for longer prompts, capped at the model\'s training context; 0 = no long lane (default 32768)' },
   { flag: '--long-sequences', env: 'ARBITRA_LONG_SEQUENCES', help: 'sequences of the long lane (default 2)' },
@@ -147,6 +148,14 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (layout !== undefined) {
     if (layout.value !== 'copied' && layout.value !== 'shared') throw new ConfigError(`${layout.source} must be "copied" or "shared", got ${JSON.stringify(layout.value)}`);
     engine.kvLayout = layout.value;
+  }
+  const repack = raw('--weight-repack');
+  if (repack !== undefined) {
+    try {
+      engine.weightRepack = readBool({ [repack.source]: repack.value }, repack.source, false);
+    } catch (err) {
+      throw new ConfigError((err as Error).message);
+    }
   }
   const gpuLayers = int('--gpu-layers', 0, 100_000);
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;

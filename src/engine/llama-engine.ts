@@ -18,6 +18,7 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   threads: 0,
   gpuLayers: 999,
   prefixCacheTokens: 4096,
+  weightRepack: false,
 };
 
 export interface ScoreBranchTokens {

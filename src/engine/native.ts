@@ -23,7 +23,7 @@ export interface NativeStats {
 }
 
 export interface NativeEngine {
-  load(path: string, options: Record<string, number | string>): Promise<Record<string, unknown>>;
+  load(path: string, options: Record<string, number | string | boolean>): Promise<Record<string, unknown>>;
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
   detokenize(tokens: Int32Array): string;
   applyChatTemplate(messages: { role: string; content: string }[]): string | null;

@@ -37,6 +37,11 @@ export interface EngineOptions {
   gpuLayers: number;
   /** Idle cached prefix tokens kept in the KV cache for the prefix cache. */
   prefixCacheTokens: number;
+  /**
+   * CPU weights repacked for llama.cpp's fastest quantised kernels. Those switch kernels by where a
+   * token's row falls in the batch, so a branch's scores then depend on its neighbours.
+   */
+  weightRepack: boolean;
 }
 
 export interface ModelFacts {

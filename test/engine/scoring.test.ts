@@ -121,6 +121,19 @@ t.test('prefix cache: the same prefix twice evaluates only the suffix the second
   sameScores(t, second.logprobs, first.logprobs, 'cached vs cold');
 });
 
+t.test('one decode: a short cold prefix and its one question are decoded together, with the score of two decodes', async (t) => {
+  const prefix = withBos('Ticket: I was charged twice this month.\n');
+  const branch = { suffix: bare('Question: Is it about billing?\nAnswer:'), candidates: LABELS };
+  t.ok(prefix.length + branch.suffix.length < 64, `short enough for one attention kernel (${prefix.length + branch.suffix.length} tokens)`);
+  const before = engine.stats().decodes;
+  const cold = await engine.score(prefix, [branch]);
+  t.equal(engine.stats().decodes - before, 1, 'prefix and branch in one decode');
+  t.equal(cold.evaluated, prefix.length + branch.suffix.length, 'each token evaluated once');
+  const cached = await engine.score(prefix, [branch]);
+  t.equal(cached.cached, prefix.length, 'the prefix was cached without the branch\'s cells');
+  sameScores(t, cached.logprobs, cold.logprobs, 'branch in its own decode vs behind its prefix');
+});
+
 t.test('prefix cache: a prefix extending a cached one at a chunk boundary reuses it', async (t) => {
   // The engine decodes prefixes in 512-token chunks and reuses a cached prefix the new one extends
   // at such a boundary, so the rest is decoded exactly as a cold start would decode it.
