@@ -64,7 +64,7 @@ class LoadWorker : public Napi::AsyncWorker {
     file.close();
 
     const size_t gpu_before = gpu_memory_used();
-    model_ = load_model(cfg_.path, cfg_.n_gpu_layers, cfg_.repack);
+    model_ = load_model(cfg_.path, cfg_.n_gpu_layers, cfg_.exact_kernels);
     if (model_ == nullptr) return SetError("failed to load the model: " + cfg_.path);
 
     if (cfg_.n_threads <= 0) cfg_.n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
@@ -98,6 +98,7 @@ class LoadWorker : public Napi::AsyncWorker {
     spec.n_ubatch = cfg_.n_ubatch;
     spec.n_threads = cfg_.n_threads;
     spec.flash_attn = cfg_.flash_attn;
+    spec.exact_kernels = cfg_.exact_kernels;
     spec.prefix_cache_tokens = prefix_cache_tokens;
     // The same chunk boundaries in every lane, so a prefix's KV never depends on its lane's batch.
     spec.prefix_chunk = std::min<uint32_t>(512, cfg_.n_batch);
@@ -227,8 +228,8 @@ Napi::Value Engine::Load(const Napi::CallbackInfo& info) {
       const std::string v = fa.As<Napi::String>().Utf8Value();
       cfg.flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
     }
-    Napi::Value rp = o.Get("weightRepack");
-    if (rp.IsBoolean()) cfg.repack = rp.As<Napi::Boolean>().Value();
+    Napi::Value kn = o.Get("kernels");
+    if (kn.IsString()) cfg.exact_kernels = kn.As<Napi::String>().Utf8Value() != "fast";
     cfg.n_ctx_long = opt_u32(o, "longContextSize", cfg.n_ctx_long);
     cfg.n_seq_long = std::min<uint32_t>(opt_u32(o, "longSequences", cfg.n_seq_long), 256);
     Napi::Value kl = o.Get("kvLayout");
@@ -288,6 +289,7 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("batchSize", cfg_.n_batch);
   o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx.get()));
   o.Set("kvLayout", cfg_.layout == KvLayout::shared ? "shared" : "copied");
+  o.Set("kernels", cfg_.exact_kernels ? "exact" : "fast");
   size_t cells = 0;
   for (const Lane& lane : lanes_) cells += llama_n_ctx(lane.ctx.get());
   o.Set("kvCells", static_cast<double>(cells));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 
 namespace arbitra {
 
@@ -15,13 +16,10 @@ int64_t meta_int(const llama_model* model, const std::string& key, int64_t fallb
 
 }  // namespace
 
-llama_model* load_model(const std::string& path, int32_t n_gpu_layers, bool repack) {
+llama_model* load_model(const std::string& path, int32_t n_gpu_layers, bool exact_kernels) {
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = n_gpu_layers;
-  // Repacked CPU weights switch between a 4-row GEMM and a GEMV kernel depending on where a
-  // token's row falls in the batch, and the two round differently: a branch's log-probs would
-  // then depend on its neighbours in the batch. Off unless asked for.
-  mp.use_extra_bufts = repack;
+  mp.use_extra_bufts = !exact_kernels;
   return llama_model_load_from_file(path.c_str(), mp);
 }
 
@@ -42,7 +40,14 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   cp.swa_full = true;
   cp.no_perf = true;
   cp.flash_attn_type = static_cast<llama_flash_attn_type>(spec.flash_attn);
-  llama_context* ctx = llama_init_from_model(model, cp);
+  llama_context* ctx = nullptr;
+  {
+    // The CPU backend reads the variable once, when the context creates it.
+    static std::mutex env_mu;
+    std::lock_guard<std::mutex> lk(env_mu);
+    setenv("GGML_CPU_USE_REF", spec.exact_kernels ? "1" : "0", 1);
+    ctx = llama_init_from_model(model, cp);
+  }
   if (ctx == nullptr) return false;
 
   ScorerOptions so;

@@ -25,6 +25,11 @@ enum class KvLayout {
 
 struct LaneSpec {
   KvLayout layout = KvLayout::copied;
+  // llama.cpp's CPU backend picks its flash-attention kernel by the query tokens a sequence brings
+  // to a micro-batch (tiled from 64, split over the cache for one), and the kernels round
+  // differently: a branch's score then moves with what shares its batch (0.29 nats seen). Exact
+  // kernels use the reference kernel for every shape (native/patches).
+  bool exact_kernels = true;
   uint32_t cells = 4096;  // copied: cells per sequence; shared: cells in the pool
   uint32_t n_seq = 32;
   uint32_t n_batch = 2048;
@@ -47,8 +52,10 @@ struct Lane {
   std::unique_ptr<Scorer> scorer;
 };
 
-// Loads a GGUF with the weight layout every lane relies on; nullptr when llama.cpp refuses it.
-llama_model* load_model(const std::string& path, int32_t n_gpu_layers, bool repack);
+// Loads a GGUF; nullptr when llama.cpp refuses it. Exact kernels keep CPU weights as stored:
+// repacked weights switch between a 4-row GEMM and a GEMV kernel depending on where a token's row
+// falls in the batch, and the two round differently.
+llama_model* load_model(const std::string& path, int32_t n_gpu_layers, bool exact_kernels);
 
 // Creates the context and starts its scorer; false (and `out` untouched) when llama.cpp cannot
 // allocate it.

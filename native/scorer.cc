@@ -20,10 +20,6 @@ struct PrefixEntry {
 
 namespace {
 
-// Query tokens from which llama.cpp's CPU flash attention switches to its tiled kernel
-// (GGML_FA_TILE_Q in ggml-cpu/common.h).
-constexpr int32_t kFlashAttnTileQ = 64;
-
 size_t common_prefix(const std::vector<llama_token>& a, const std::vector<llama_token>& b, size_t limit) {
   size_t n = std::min({a.size(), b.size(), limit});
   size_t i = 0;
@@ -273,13 +269,11 @@ void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntr
     job->evaluated += take;
     stepped.emplace_back(e, job);
     if (chunk_end < e->tokens.size() || job->next_branch != 0) continue;
-    // The suffix goes into the prefix's sequence after its last chunk: same cells, same order as a
-    // decode of its own. llama.cpp's CPU flash attention picks its kernel by the query tokens a
-    // sequence brings to a decode (tiled from 64, split over the cache for 1) and the kernels round
-    // differently (0.25 nats seen), so this is done only where every kernel stays the same.
+    // The suffix goes into the prefix's sequence after its last chunk: the same cells in the same
+    // order as a decode of its own, and with exact kernels the same arithmetic for every token.
     const Branch& b = job->branches[0];
     const int32_t n = static_cast<int32_t>(b.suffix.size());
-    if (n > budget || n < 2 || take + n >= kFlashAttnTileQ) continue;
+    if (n > budget) continue;
     for (int32_t i = 0; i < n; ++i) {
       batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(chunk_end + static_cast<size_t>(i)), e->seq, i == n - 1);
     }

@@ -23,12 +23,25 @@ function llamaSource() {
   const info = JSON.parse(fs.readFileSync(path.join(pkgDir, 'llama.cpp.info.json'), 'utf8'));
   const dest = path.join(root, 'deps', 'llama.cpp');
   const stampFile = path.join(root, 'deps', 'llama.cpp.stamp');
-  const bundleId = `${info.tag}:${fs.statSync(bundle).size}`;
+  // Our patches (native/patches, applied in name order) are part of the source's identity.
+  const patchDir = path.join(root, 'native', 'patches');
+  const patches = fs.readdirSync(patchDir).filter((f) => f.endsWith('.patch')).sort();
+  const patchHash = createHash('sha256');
+  for (const f of patches) patchHash.update(f).update(fs.readFileSync(path.join(patchDir, f)));
+  const bundleId = `${info.tag}:${fs.statSync(bundle).size}:${patchHash.digest('hex')}`;
   if (fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === bundleId) return;
   log(`extracting llama.cpp ${info.tag} from the node-llama-cpp git bundle`);
   fs.rmSync(dest, { recursive: true, force: true });
   fs.mkdirSync(path.dirname(dest), { recursive: true });
   run('git', ['clone', '--quiet', bundle, dest]);
+  for (const f of patches) {
+    log(`applying ${f}`);
+    run('git', ['-C', dest, 'apply', path.join(patchDir, f)]);
+  }
+  // Committed, so that `git archive` of the tree (scripts/device-pack.mjs) carries the patches too.
+  if (patches.length > 0) {
+    run('git', ['-C', dest, '-c', 'user.name=arbitra', '-c', 'user.email=setup@arbitra.invalid', 'commit', '--quiet', '-am', `arbitra patches: ${patches.join(', ')}`]);
+  }
   fs.writeFileSync(stampFile, bundleId);
 }
 

@@ -63,7 +63,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)' },
   { flag: '--kv-layout', env: 'ARBITRA_KV_LAYOUT', help: 'engine KV cache: "copied" (one stream per sequence, a branch copies its prefix: scores never depend on the load) or "shared" (one pool, branches share their prefix\'s cells: memory follows the tokens in use) (default copied)' },
   { flag: '--kv-cells', env: 'ARBITRA_KV_CELLS', help: 'shared layout: KV cells in the pool, the most tokens in flight (default: the model\'s training context up to 32768, plus one batch)' },
-  { flag: '--weight-repack', env: 'ARBITRA_WEIGHT_REPACK', help: 'on: repack CPU weights for llama.cpp\'s fastest quantised kernels; scores then depend on what shares a batch (default off)' },
+  { flag: '--kernels', env: 'ARBITRA_KERNELS', help: 'CPU kernels: "exact" (one kernel for every batch shape: a score never depends on the load) or "fast" (llama.cpp\'s fastest, chosen by batch shape: scores move with the load) (default exact)' },
   { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'copied layout: engine KV cells per sequence of the main lane, which serves every prompt that fits (default 4096)' },
   { flag: '--long-ctx-size', env: 'ARBITRA_LONG_CTX_SIZE', help: 'KV cells per sequence of the long lane for longer prompts, capped at the model\'s training context; 0 = no long lane (default 32768)' },
   { flag: '--long-sequences', env: 'ARBITRA_LONG_SEQUENCES', help: 'sequences of the long lane (default 2)' },
@@ -126,6 +126,13 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     return Number(r.value);
   };
 
+  const choice = <T extends string>(flag: string, values: readonly T[]): T | undefined => {
+    const r = raw(flag);
+    if (!r) return undefined;
+    if (!values.includes(r.value as T)) throw new ConfigError(`${r.source} must be ${values.map((v) => JSON.stringify(v)).join(' or ')}, got ${JSON.stringify(r.value)}`);
+    return r.value as T;
+  };
+
   const host = raw('--host')?.value ?? '127.0.0.1';
   const { model, modelEntry } = modelFor(raw('--model')?.value, env);
   const engine: Partial<EngineOptions> = {};
@@ -144,19 +151,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (longContext !== undefined) engine.longContextSize = longContext;
   const longSequences = int('--long-sequences', 2, 256);
   if (longSequences !== undefined) engine.longSequences = longSequences;
-  const layout = raw('--kv-layout');
-  if (layout !== undefined) {
-    if (layout.value !== 'copied' && layout.value !== 'shared') throw new ConfigError(`${layout.source} must be "copied" or "shared", got ${JSON.stringify(layout.value)}`);
-    engine.kvLayout = layout.value;
-  }
-  const repack = raw('--weight-repack');
-  if (repack !== undefined) {
-    try {
-      engine.weightRepack = readBool({ [repack.source]: repack.value }, repack.source, false);
-    } catch (err) {
-      throw new ConfigError((err as Error).message);
-    }
-  }
+  const kvLayout = choice('--kv-layout', ['copied', 'shared'] as const);
+  if (kvLayout !== undefined) engine.kvLayout = kvLayout;
+  const kernels = choice('--kernels', ['exact', 'fast'] as const);
+  if (kernels !== undefined) engine.kernels = kernels;
   const gpuLayers = int('--gpu-layers', 0, 100_000);
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
 

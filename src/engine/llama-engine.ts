@@ -18,7 +18,7 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   threads: 0,
   gpuLayers: 999,
   prefixCacheTokens: 4096,
-  weightRepack: false,
+  kernels: 'exact',
 };
 
 export interface ScoreBranchTokens {
@@ -90,6 +90,7 @@ export class LlamaEngine {
       contextSize: Number(raw.contextSize),
       maxSequences: Number(raw.maxSequences),
       kvLayout: raw.kvLayout === 'shared' ? 'shared' : 'copied',
+      kernels: raw.kernels === 'fast' ? 'fast' : 'exact',
       kvCells: Number(raw.kvCells),
       kvBytes: Number(raw.kvBytes),
       longContextSize: Number(raw.longContextSize),

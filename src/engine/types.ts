@@ -8,6 +8,14 @@
  */
 export type KvLayout = 'copied' | 'shared';
 
+/**
+ * `exact`: one CPU kernel for every batch shape (reference flash attention, weights as stored), so
+ * a score never depends on what shares its batch. `fast`: llama.cpp's fastest CPU kernels (tiled
+ * and split attention, repacked weights), which pick their code path by batch shape and round
+ * differently: scores move with the load.
+ */
+export type Kernels = 'exact' | 'fast';
+
 export interface EngineOptions {
   kvLayout: KvLayout;
   /** Shared layout: cells in the pool; 0 = the model's training context (at most 32768) plus one batch. */
@@ -37,11 +45,7 @@ export interface EngineOptions {
   gpuLayers: number;
   /** Idle cached prefix tokens kept in the KV cache for the prefix cache. */
   prefixCacheTokens: number;
-  /**
-   * CPU weights repacked for llama.cpp's fastest quantised kernels. Those switch kernels by where a
-   * token's row falls in the batch, so a branch's scores then depend on its neighbours.
-   */
-  weightRepack: boolean;
+  kernels: Kernels;
 }
 
 export interface ModelFacts {
@@ -68,6 +72,7 @@ export interface ModelFacts {
   contextSize: number;
   maxSequences: number;
   kvLayout: KvLayout;
+  kernels: Kernels;
   /** KV cells allocated over every lane, and their bytes. */
   kvCells: number;
   kvBytes: number;

@@ -121,10 +121,11 @@ t.test('prefix cache: the same prefix twice evaluates only the suffix the second
   sameScores(t, second.logprobs, first.logprobs, 'cached vs cold');
 });
 
-t.test('one decode: a short cold prefix and its one question are decoded together, with the score of two decodes', async (t) => {
-  const prefix = withBos('Ticket: I was charged twice this month.\n');
-  const branch = { suffix: bare('Question: Is it about billing?\nAnswer:'), candidates: LABELS };
-  t.ok(prefix.length + branch.suffix.length < 64, `short enough for one attention kernel (${prefix.length + branch.suffix.length} tokens)`);
+t.test('one decode: a cold prefix and its one question are decoded together, with the score of two decodes', async (t) => {
+  const prefix = withBos(state('#one-decode'));
+  const branch = { suffix: question(QUESTIONS[1]!), candidates: LABELS };
+  // Past 64 query tokens llama.cpp's fast CPU attention would switch kernels; exact kernels do not.
+  t.ok(prefix.length + branch.suffix.length >= 64, `long enough to cross the tiled-kernel threshold (${prefix.length + branch.suffix.length} tokens)`);
   const before = engine.stats().decodes;
   const cold = await engine.score(prefix, [branch]);
   t.equal(engine.stats().decodes - before, 1, 'prefix and branch in one decode');
@@ -132,6 +133,19 @@ t.test('one decode: a short cold prefix and its one question are decoded togethe
   const cached = await engine.score(prefix, [branch]);
   t.equal(cached.cached, prefix.length, 'the prefix was cached without the branch\'s cells');
   sameScores(t, cached.logprobs, cold.logprobs, 'branch in its own decode vs behind its prefix');
+});
+
+t.test('batched == alone: a question of 64 tokens or more scores the same beside shorter ones', async (t) => {
+  // llama.cpp's fast CPU attention tiles a sequence's queries from 64 tokens on; split into a
+  // micro-batch beside a shorter branch, the long one's tokens took the untiled kernel (0.29 nats).
+  const prefix = withBos(state('#long-question'));
+  const long = { suffix: question(`${QUESTIONS[2]} Consider billing, logins, exports, performance, security, onboarding, refunds, shipping, hardware, privacy, accessibility, the mobile app, the public API, data retention and third-party integrations before you answer.`), candidates: LABELS };
+  t.ok(long.suffix.length >= 64, `the long question has ${long.suffix.length} tokens`);
+  const short = { suffix: question(QUESTIONS[0]!), candidates: LABELS };
+  await engine.score(prefix, [short]);
+  const alone = await engine.score(prefix, [long]);
+  const beside = await engine.score(prefix, [short, long]);
+  sameScores(t, [beside.logprobs[1]!], alone.logprobs, 'long question beside a short one vs alone');
 });
 
 t.test('prefix cache: a prefix extending a cached one at a chunk boundary reuses it', async (t) => {
