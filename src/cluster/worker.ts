@@ -1,4 +1,4 @@
-// One HTTP worker of `arbitra serve`: engine over IPC, its own LMDB handle, the full route set.
+// One HTTP worker of `arbitra serve`: the engine over its socket, its own LMDB handle, the full route set.
 import { createApp, createAppDeps } from '../app.js';
 import { storeOptions, type Config } from '../config.js';
 import { connectEngine } from '../engine/client.js';
@@ -13,7 +13,7 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
   };
   try {
     const port = Number(process.env[CLUSTER_PORT_ENV] ?? config.port);
-    const engine = connectEngine();
+    const engine = connectEngine(log);
     const store = await openStore(config.dataDir, storeOptions(config));
     let implementation: 'uws' | 'node' = 'node';
     const deps = createAppDeps(config, {

@@ -1,13 +1,15 @@
-// The engine host lives in the cluster primary: it forks the engine process (one model copy),
-// relays every HTTP worker's engine requests (and their cancellations) to it, tells workers whether
-// it is up, restarts it when it dies, and exposes its counters to Prometheus.
+// The engine host lives in the cluster primary: it forks the engine process (one model copy), tells
+// workers whether it is up and where its socket is (they send their scoring requests there
+// directly), restarts it when it dies, and exposes its counters to Prometheus. A worker that cannot
+// reach the socket sends its requests here instead; they are relayed, and counted.
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Worker } from 'node:cluster';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { ENGINE_CH, ENGINE_CONFIG_ENV, isEngineMessage, type EngineStatus, type ProcessEngineMessage, type WireError, type WorkerEngineMessage } from './ipc.js';
 import type { NativeStats } from './native.js';
+import { removeEngineSocket } from './socket.js';
 import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
 const RESTART_BASE_MS = 500;
@@ -41,6 +43,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   let child: ChildProcess | null = null;
   let status: EngineStatus = 'loading';
   let info: EngineInfo | undefined;
+  let socket: string | undefined;
   let statusMessage: string | undefined;
   let stopping = false;
   let everReady = false;
@@ -56,7 +59,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
 
   function statusMessageFor(worker: Worker): void {
     if (!worker.isConnected()) return;
-    worker.send({ ch: ENGINE_CH, type: 'status', status, info, message: statusMessage } satisfies WorkerEngineMessage);
+    worker.send({ ch: ENGINE_CH, type: 'status', status, info, socket: status === 'ready' ? socket : undefined, message: statusMessage } satisfies WorkerEngineMessage);
   }
 
   function setStatus(next: EngineStatus, message?: string): void {
@@ -94,6 +97,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     proc.on('message', (msg: ProcessEngineMessage) => {
       if (msg.type === 'ready') {
         info = msg.info;
+        socket = msg.socket;
         everReady = true;
         setStatus('ready');
         resolveReady(msg.info);
@@ -108,6 +112,8 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     });
     proc.on('exit', (code, signal) => {
       child = null;
+      if (socket) removeEngineSocket(socket);
+      socket = undefined;
       failRelays({ code: 'unavailable', message: 'the engine process stopped while answering; retry shortly' });
       if (stopping) return;
       if (!everReady) {
@@ -126,6 +132,11 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       }, delay).unref();
     });
   }
+
+  const relayed = new Counter({
+    name: 'arbitra_engine_relayed_requests_total',
+    help: 'Scoring requests of HTTP workers relayed to the engine through the primary (workers that could not reach the engine socket)',
+  });
 
   registerEngineMetrics({
     up: () => (status === 'ready' ? 1 : 0),
@@ -189,10 +200,11 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
         }
         if (msg.type !== 'request') return;
         const workerId = msg.id;
-        const { ch: _ch, id: _id, ...op } = msg;
         const id = nextId++;
         outstanding.set(workerId, id);
-        request({ ...op, id } as ProcessEngineMessage & { type: 'request' }, {
+        // Counted when it reaches the engine: a refusal while the engine is down says nothing about the path.
+        if (child?.connected && status === 'ready') relayed.inc();
+        request({ type: 'request', id, op: 'score', payload: msg.payload }, {
           reply: (res) => {
             outstanding.delete(workerId);
             if (worker.isConnected()) worker.send({ ...res, ch: ENGINE_CH, id: workerId } satisfies WorkerEngineMessage);
