@@ -21,12 +21,15 @@ export interface EngineSocketServer {
   close(): void;
 }
 
+const DIR_PREFIX = 'arbitra-engine-';
+
 /**
  * Listens in a fresh directory of its own (mode 0700, the socket 0600): only this user reaches it.
  * The engine's pid in the directory's name says whose it is.
  */
 export async function serveEngineSocket(engine: Pick<EngineService, 'scoreText'>, log: (line: string) => void): Promise<EngineSocketServer> {
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), `arbitra-engine-${process.pid}-`)), 'engine.sock');
+  await removeOrphans();
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), `${DIR_PREFIX}${process.pid}-`)), 'engine.sock');
   const server = net.createServer((conn) => serveConnection(conn, engine, log));
   try {
     await new Promise<void>((resolve, reject) => {
@@ -57,6 +60,46 @@ export function removeEngineSocket(file: string): void {
     fs.rmSync(file, { force: true });
     fs.rmdirSync(path.dirname(file));
   } catch {}
+}
+
+/**
+ * Sockets of engines that died together with their host (a SIGKILL to the whole group leaves
+ * nobody to remove them). Only when the pid in the name runs no more here and nothing answers on
+ * the socket: a /tmp shared with another pid namespace may hold a live engine under a pid that
+ * means nothing here.
+ */
+async function removeOrphans(): Promise<void> {
+  const dirs = fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith(DIR_PREFIX) && !running(Number(name.slice(DIR_PREFIX.length).split('-')[0])));
+  await Promise.all(
+    dirs.map(async (name) => {
+      const file = path.join(os.tmpdir(), name, 'engine.sock');
+      if (!(await answers(file))) removeEngineSocket(file);
+    }),
+  );
+}
+
+function running(pid: number): boolean {
+  // Not a pid: not ours to judge.
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it runs, as another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** False only when the socket is certainly dead: refused, or gone. */
+function answers(file: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createConnection(file);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code !== 'ECONNREFUSED' && err.code !== 'ENOENT'));
+  });
 }
 
 function serveConnection(conn: net.Socket, engine: Pick<EngineService, 'scoreText'>, log: (line: string) => void): void {

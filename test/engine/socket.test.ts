@@ -2,6 +2,7 @@
 // the tenant travels with the request, a cancel and a closed connection both abort the engine's
 // work, an engine that goes away fails what was waiting with `unavailable`, and a bad frame closes
 // only its own connection.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -51,6 +52,31 @@ if (process.platform === 'win32') {
     server.close();
     t.notOk(fs.existsSync(path.dirname(server.path)), 'socket and directory are gone');
     await t.rejects(connectEngineSocket(server.path), { code: 'ENOENT' }, 'a client cannot connect any more (the client then relays)');
+  });
+
+  t.test('sockets of engines that died with their host are removed at start; live ones stay', async (t) => {
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const dir = (pid: number, tag: string): string => fs.mkdtempSync(path.join(os.tmpdir(), `arbitra-engine-${pid}-${tag}`));
+    // A socket file nobody listens on refuses connections, as a killed engine's does.
+    const orphan = dir(dead, 'orphan');
+    fs.writeFileSync(path.join(orphan, 'engine.sock'), '');
+    const emptyOrphan = dir(dead, 'empty');
+    // A pid that means nothing here, but a live socket: an engine of another pid namespace sharing /tmp.
+    const elsewhere = dir(dead, 'elsewhere');
+    const listener = net.createServer();
+    await new Promise<void>((r) => listener.listen(path.join(elsewhere, 'engine.sock'), r));
+    const living = dir(process.ppid, 'living');
+    fs.writeFileSync(path.join(living, 'engine.sock'), '');
+    t.teardown(() => {
+      listener.close();
+      for (const d of [orphan, emptyOrphan, elsewhere, living]) fs.rmSync(d, { recursive: true, force: true });
+    });
+    const server = await serveEngineSocket(fakeEngine().engine, () => {});
+    server.close();
+    t.notOk(fs.existsSync(orphan), "a dead engine's socket and directory are removed");
+    t.notOk(fs.existsSync(emptyOrphan), 'so is a dead engine directory without its socket');
+    t.ok(fs.existsSync(path.join(elsewhere, 'engine.sock')), 'a socket that answers stays, whatever its pid');
+    t.ok(fs.existsSync(path.join(living, 'engine.sock')), 'a running pid keeps its directory');
   });
 
   t.test('a result crosses exactly, and the tenant with the request', async (t) => {
