@@ -63,7 +63,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)' },
   { flag: '--kv-layout', env: 'ARBITRA_KV_LAYOUT', help: 'engine KV cache: "copied" (one stream per sequence, a branch copies its prefix: scores never depend on the load) or "shared" (one pool, branches share their prefix\'s cells: memory follows the tokens in use) (default copied)' },
   { flag: '--kv-cells', env: 'ARBITRA_KV_CELLS', help: 'shared layout: KV cells in the pool, the most tokens in flight (default: the model\'s training context up to 32768, plus one batch)' },
-  { flag: '--kernels', env: 'ARBITRA_KERNELS', help: 'CPU kernels: "exact" (one kernel for every batch shape: a score never depends on the load) or "fast" (llama.cpp\'s fastest, chosen by batch shape: scores move with the load) (default exact)' },
+  { flag: '--kernels', env: 'ARBITRA_KERNELS', help: 'CPU kernels of the main lane: "exact" (one kernel for every batch shape: a score never depends on the load) or "fast" (llama.cpp\'s fastest, chosen by batch shape: scores move with the load); the long lane and the shared pool always use the fast ones (default exact)' },
   { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'copied layout: engine KV cells per sequence of the main lane, which serves every prompt that fits (default 4096)' },
   { flag: '--long-ctx-size', env: 'ARBITRA_LONG_CTX_SIZE', help: 'KV cells per sequence of the long lane for longer prompts, capped at the model\'s training context; 0 = no long lane (default 32768)' },
   { flag: '--long-sequences', env: 'ARBITRA_LONG_SEQUENCES', help: 'sequences of the long lane (default 2)' },

@@ -9,8 +9,9 @@
 export type KvLayout = 'copied' | 'shared';
 
 /**
- * `exact`: one CPU kernel for every batch shape (reference flash attention, weights as stored), so
- * a score never depends on what shares its batch. `fast`: llama.cpp's fastest CPU kernels (tiled
+ * `exact`: one CPU kernel for every batch shape in the copied layout's main lane (reference flash
+ * attention, weights as stored), so a score never depends on what shares its batch; the long lane
+ * and the shared pool keep the fast attention kernels, which tile over long caches. `fast`: llama.cpp's fastest CPU kernels (tiled
  * and split attention, repacked weights), which pick their code path by batch shape and round
  * differently: scores move with the load.
  */
