@@ -274,16 +274,7 @@ void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntr
     const Branch& b = job->branches[0];
     const int32_t n = static_cast<int32_t>(b.suffix.size());
     if (n > budget) continue;
-    for (int32_t i = 0; i < n; ++i) {
-      batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(chunk_end + static_cast<size_t>(i)), e->seq, i == n - 1);
-    }
-    Planned fused{job, 0, e->seq, batch_.n_tokens - 1};
-    fused.fused = true;
-    planned.push_back(fused);
-    budget -= n;
-    job->evaluated += n;
-    job->next_branch = 1;
-    job->last_served = tenant_served_[job->tenant] = ++serve_clock_;
+    place_branch(job, e->seq, true, budget, planned);
   }
 }
 
@@ -323,19 +314,27 @@ void Scorer::add_branches(int32_t& budget, size_t max_branches, std::vector<Plan
     }
     llama_seq_id seq;
     if (!alloc_seq(&seq)) return;
-    const size_t total = job->entry->tokens.size();
     // Copied layout: the prefix's stream is copied into the branch's before the next decode.
     // Shared: the branch's sequence joins the prefix's cells.
     llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
-    for (int32_t i = 0; i < n; ++i) {
-      batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(total + static_cast<size_t>(i)), seq, i == n - 1);
-    }
-    planned.push_back({job, job->next_branch, seq, batch_.n_tokens - 1});
-    budget -= n;
-    job->evaluated += n;
-    job->next_branch++;
-    job->last_served = tenant_served_[job->tenant] = ++serve_clock_;
+    place_branch(job, seq, false, budget, planned);
   }
+}
+
+void Scorer::place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned) {
+  const Branch& b = job->branches[job->next_branch];
+  const int32_t n = static_cast<int32_t>(b.suffix.size());
+  const size_t start = job->entry->tokens.size();
+  for (int32_t i = 0; i < n; ++i) {
+    batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(start + static_cast<size_t>(i)), seq, i == n - 1);
+  }
+  Planned p{job, job->next_branch, seq, batch_.n_tokens - 1};
+  p.fused = fused;
+  planned.push_back(p);
+  budget -= n;
+  job->evaluated += n;
+  job->next_branch++;
+  job->last_served = tenant_served_[job->tenant] = ++serve_clock_;
 }
 
 bool Scorer::step() {

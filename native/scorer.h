@@ -144,6 +144,9 @@ class Scorer {
   // within it to the job served least recently, so a small request behind a large one waits for one
   // short decode, and a stream of new jobs cannot starve an old one of the same tenant.
   void add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned);
+  // Appends the job's next branch to the batch in sequence `seq`, positions following its prefix,
+  // with logits at its last token, and charges it to the job and its tenant.
+  void place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
   // Shared layout: evicts idle prefixes until `need` more cells fit, sacrificing the donor last
   // (then cleared); false when the prefixes in use leave no room.
