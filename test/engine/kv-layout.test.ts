@@ -1,0 +1,47 @@
+// The shared KV layout on the real addon and model: one pool of cells sized by --kv-cells, more
+// concurrent prefixes than the pool holds all scored, and a prompt past the pool refused by name. Its scores may move with the load (see the
+// README), so only what it promises is held here.
+import t from 'tap';
+import { LlamaEngine } from '../../src/engine/llama-engine.js';
+import { loadConfig } from '../../src/config.js';
+import { TEST_MODEL } from '../helpers/models.js';
+
+const BATCH = 2048;
+const CELLS = 3072;
+const engine = await LlamaEngine.load(TEST_MODEL, { threads: 1, kvLayout: 'shared', kvCells: CELLS, batchSize: BATCH, microBatchSize: 512, maxSequences: 32, prefixCacheTokens: 0 });
+t.teardown(() => engine.close());
+const candidates = Int32Array.from([engine.tokenize(' yes')[0]!, engine.tokenize(' no')[0]!]);
+const suffix = engine.tokenize('\nAnswer:');
+const prefixOf = (n: number, seed: number): Int32Array => Int32Array.from({ length: n }, (_, i) => 1000 + ((i * 7 + seed * 131) % 5000));
+
+t.test('facts: one pool of the asked cells, a prompt may fill it up to one batch', async (t) => {
+  const f = engine.facts;
+  t.equal(f.kvLayout, 'shared');
+  t.equal(f.kvCells, CELLS, 'one lane, no long lane');
+  t.equal(f.contextSize, CELLS - BATCH, 'the pool keeps one batch free for the decode');
+  t.equal(f.longContextSize, f.contextSize);
+  t.equal(f.kvBytes % f.kvCells, 0);
+  t.ok(f.kvBytes > 0);
+});
+
+t.test('more concurrent prefixes than the pool holds are all scored, none fails', async (t) => {
+  // 16 prefixes of 200 tokens (3,200 cells) against a pool of 3,072 cells.
+  const calls = Array.from({ length: 16 }, (_, i) => i).map((i) => engine.score(prefixOf(200, i), [{ suffix, candidates }, { suffix: engine.tokenize('\nReply:'), candidates }]));
+  const results = await Promise.all(calls);
+  for (const r of results) t.ok(r.logprobs.every((row) => row.every((lp) => Number.isFinite(lp) && lp < 0)), 'every branch scored');
+  t.equal(engine.stats().queueDepth, 0);
+});
+
+t.test('a prompt past the pool is refused with context_exceeded', async (t) => {
+  await t.rejects(engine.score(prefixOf(CELLS, 9), [{ suffix, candidates }]), { name: 'EngineError', code: 'context_exceeded' });
+});
+
+t.test('arbitra serve reads --kv-layout, --kv-cells and --kernels, and names a bad value', async (t) => {
+  const c = loadConfig(['--kv-layout', 'shared', '--kv-cells', '4096', '--kernels', 'fast'], {});
+  t.equal(c.engine.kvLayout, 'shared');
+  t.equal(c.engine.kvCells, 4096);
+  t.equal(c.engine.kernels, 'fast');
+  t.equal(loadConfig([], { ARBITRA_KV_LAYOUT: 'copied' }).engine.kvLayout, 'copied');
+  t.throws(() => loadConfig(['--kv-layout', 'unified'], {}), /--kv-layout must be "copied" or "shared", got "unified"/);
+  t.throws(() => loadConfig([], { ARBITRA_KERNELS: 'exactish' }), /ARBITRA_KERNELS must be "exact" or "fast"/);
+});
