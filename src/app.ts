@@ -1,6 +1,6 @@
 // Assembly of every route of the service from its owners' modules. Nothing here decides anything;
 // each route module names the dependencies it needs and receives them from AppDeps.
-import { healthRoutes, type EngineStatus } from './api/routes/health.js';
+import { healthRoutes } from './api/routes/health.js';
 import { metricsRoutes } from './api/routes/metrics.js';
 import { createModelCatalog, modelsRoutes, type ModelCatalog } from './api/routes/models.js';
 import { openapiRoutes } from './api/routes/openapi.js';
@@ -10,6 +10,7 @@ import { tracesRoutes } from './api/routes/traces.js';
 import { waitlistRoutes } from './api/routes/waitlist.js';
 import type { Config } from './config.js';
 import { consoleRoutes } from './console/routes.js';
+import type { EngineState } from './engine/ipc.js';
 import type { EngineService } from './engine/types.js';
 import { createHttpApp } from './http/pipeline.js';
 import type { HttpApp, HttpImplementation, Route } from './http/types.js';
@@ -23,7 +24,7 @@ import type { Store } from './store/index.js';
 export interface AppDeps {
   config: Config;
   engine: EngineService;
-  engineStatus: () => EngineStatus;
+  engines: () => EngineState[];
   store: Store;
   models: ModelCatalog;
   gate: RequestGate;
@@ -43,7 +44,7 @@ export interface AppDeps {
 
 export interface AppRuntime {
   engine: EngineService;
-  engineStatus: () => EngineStatus;
+  engines: () => EngineState[];
   store: Store;
   /** Worker processes of the whole service, for /health. */
   workers: number;

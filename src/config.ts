@@ -25,6 +25,8 @@ export interface Config {
   modelEntry: CatalogueEntry | null;
   /** HTTP worker processes; 0 runs everything in one process. */
   workers: number;
+  /** `--gpus`: one engine per listed device; null: one engine given every device the build sees. */
+  gpus: number[] | null;
   /** Operator secret of the console routes; undefined leaves them closed (503). */
   consoleToken: string | undefined;
   maxBodyBytes: number;
@@ -69,6 +71,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--long-sequences', env: 'ARBITRA_LONG_SEQUENCES', help: 'sequences of the long lane (default 2)' },
   { flag: '--threads', env: 'ARBITRA_THREADS', help: 'engine CPU threads' },
   { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
+  { flag: '--gpus', env: 'ARBITRA_GPUS', help: 'one engine (one model copy) per listed GPU, e.g. 0,1; requests go to the least busy, a state asked again to the one that cached it (default: one engine on every GPU the build sees)' },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
   { flag: '--max-keys-per-user', env: 'ARBITRA_MAX_KEYS_PER_USER', help: `active (unrevoked) API keys a user may hold, else 409 (default ${DEFAULT_MAX_KEYS_PER_USER})` },
@@ -158,6 +161,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const gpuLayers = int('--gpu-layers', 0, 100_000);
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
 
+  const workers = int('--workers', 0, 1024) ?? os.availableParallelism();
+  const gpus = gpuList(raw('--gpus'));
+  if (gpus && workers === 0) throw new ConfigError('--gpus starts one engine process per GPU, which needs --workers 1 or more');
+
   let limits: LimitsConfig;
   let calibration: boolean;
   let selfTest: boolean;
@@ -185,7 +192,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     dataDir: path.resolve(raw('--data-dir')?.value ?? 'data'),
     model,
     modelEntry,
-    workers: int('--workers', 0, 1024) ?? os.availableParallelism(),
+    workers,
+    gpus,
     consoleToken: consoleToken || undefined,
     maxBodyBytes: int('--max-body-bytes', 1, 1 << 30) ?? DEFAULT_MAX_BODY_BYTES,
     modelAliases: parseAliases(env.ARBITRA_MODEL_ALIASES),
@@ -228,4 +236,18 @@ export function storeOptions(config: Config): StoreOptions {
     idempotencyMax: config.limits.idempotencyMax,
     maxKeysPerUser: config.maxKeysPerUser,
   };
+}
+
+const MAX_GPUS = 64;
+
+/** "0,1,3" → [0, 1, 3]: distinct device indexes, each an engine. */
+function gpuList(r: { value: string; source: string } | undefined): number[] | null {
+  if (!r) return null;
+  const items = r.value.split(',').map((v) => v.trim());
+  if (items.some((v) => !/^\d{1,3}$/.test(v) || Number(v) >= MAX_GPUS)) {
+    throw new ConfigError(`${r.source} must be a comma-separated list of GPU indexes from 0 to ${MAX_GPUS - 1}, got ${JSON.stringify(r.value)}`);
+  }
+  const devices = items.map(Number);
+  if (new Set(devices).size !== devices.length) throw new ConfigError(`${r.source} names a GPU twice: ${JSON.stringify(r.value)}`);
+  return devices;
 }

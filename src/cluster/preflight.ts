@@ -58,8 +58,9 @@ export function probePort(host: string, port: number): Promise<number> {
   });
 }
 
-export function startupLine(opts: { host: string; port: number; model: string; backend: string; workers: number; http: string }): string {
+export function startupLine(opts: { host: string; port: number; model: string; backend: string; workers: number; http: string; engines?: number }): string {
   const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   const workers = opts.workers === 0 ? 'single process' : `${opts.workers} worker${opts.workers === 1 ? '' : 's'}`;
-  return `arbitra listening on http://${host}:${opts.port} (model ${opts.model}, backend ${opts.backend}, ${workers}, http ${opts.http})`;
+  const engines = (opts.engines ?? 1) > 1 ? `, ${opts.engines} engines` : '';
+  return `arbitra listening on http://${host}:${opts.port} (model ${opts.model}, backend ${opts.backend}${engines}, ${workers}, http ${opts.http})`;
 }

@@ -1,10 +1,11 @@
-// The cluster primary of `arbitra serve`: it owns the engine host (one model copy for everyone),
-// forks the HTTP workers and keeps them alive, answers their metrics requests, and shuts it all
+// The cluster primary of `arbitra serve`: it owns the engine hosts (one model copy for everyone, or
+// one per GPU with `--gpus`), forks the HTTP workers and keeps them alive, answers their metrics requests, and shuts it all
 // down on SIGTERM/SIGINT. It serves no HTTP itself.
 import cluster, { type Worker } from 'node:cluster';
 import { storeOptions, type Config } from '../config.js';
-import { startEngineHost } from '../engine/host.js';
+import { startEngineHost, type EngineHost } from '../engine/host.js';
 import { serveClusterMetrics } from '../metrics/cluster.js';
+import { registerEngineMetrics } from '../metrics/engine.js';
 import { startPurgeScheduler } from '../workers/purge.js';
 import { createModelCatalog } from '../api/routes/models.js';
 import { checkDataDir, probePort, resolveModel, startupLine, StartupError } from './preflight.js';
@@ -28,7 +29,11 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
   const modelPath = await resolveModel(config, log);
   const modelId = createModelCatalog(modelPath, config.modelAliases).id;
 
-  const host = startEngineHost({ modelPath, engine: config.engine, log });
+  let hosts: EngineHost[] = [];
+  const engineMetrics = registerEngineMetrics(() => hosts);
+  hosts = (config.gpus ?? [null]).map((device, id) =>
+    startEngineHost({ id, device, modelPath, engine: config.engine, log, onRelayed: () => engineMetrics.relayed(id) }),
+  );
   // One purge schedule for the whole data dir, off the event loop in a piscina thread.
   const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, {
     storeOptions: storeOptions(config),
@@ -59,7 +64,7 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
     const worker = cluster.fork({ [CLUSTER_PORT_ENV]: String(port) });
     const bornAt = Date.now();
     live.add(worker);
-    host.attach(worker);
+    for (const host of hosts) host.attach(worker);
     worker.on('message', (msg: ClusterMessage) => {
       if (!msg || msg.ch !== CLUSTER_CH) return;
       if (msg.type === 'listening') {
@@ -101,15 +106,21 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
         }),
     );
     // The engine answers the workers' last requests, and is never restarted from here on.
-    await Promise.all([host.stop(Promise.all(exits)), purge.stop()]);
+    const drained = Promise.all(exits);
+    await Promise.all([...hosts.map((host) => host.stop(drained)), purge.stop()]);
   }
 
   for (let i = 0; i < config.workers; i++) fork();
   try {
-    const [info] = await Promise.all([host.ready, allListening]);
+    const [infos] = await Promise.all([Promise.all(hosts.map((host) => host.ready)), allListening]);
+    const info = infos[0]!;
     started = true;
-    log(startupLine({ host: config.host, port, model: modelId, backend: info.backend, workers: config.workers, http: implementation }));
-    if (config.selfTest) runSelfTest(host, info, modelId, log);
+    log(startupLine({ host: config.host, port, model: modelId, backend: info.backend, workers: config.workers, http: implementation, engines: hosts.length }));
+    if (config.gpus && info.backend === 'cpu') {
+      log(`this build has no GPU backend: --gpus ${config.gpus.join(',')} runs ${hosts.length} engines on the CPU, sharing its cores`);
+    }
+    // Every engine loads the same file with the same settings: one self-test speaks for all of them.
+    if (config.selfTest) runSelfTest(hosts[0]!, info, modelId, log);
   } catch (err) {
     await stop();
     throw err;

@@ -8,7 +8,7 @@ import { startHttpServer } from '../http/server.js';
 import { localMetricsText } from '../metrics/cluster.js';
 import { openStore } from '../store/index.js';
 import { startPurgeScheduler } from '../workers/purge.js';
-import type { EngineStatus } from '../api/routes/health.js';
+import type { EngineStatus } from '../engine/ipc.js';
 import { runSelfTest } from './self-test.js';
 import { checkDataDir, probePort, resolveModel, startupLine } from './preflight.js';
 
@@ -48,7 +48,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   let implementation: 'uws' | 'node' = 'node';
   const deps = createAppDeps(config, {
     engine,
-    engineStatus: () => status,
+    engines: () => [{ engine: 0, device: null, status }],
     store,
     workers: 0,
     httpImplementation: () => implementation,

@@ -13,12 +13,12 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
   };
   try {
     const port = Number(process.env[CLUSTER_PORT_ENV] ?? config.port);
-    const engine = connectEngine(log);
+    const engine = connectEngine(config.gpus?.length ?? 1, log);
     const store = await openStore(config.dataDir, storeOptions(config));
     let implementation: 'uws' | 'node' = 'node';
     const deps = createAppDeps(config, {
       engine,
-      engineStatus: () => engine.status(),
+      engines: () => engine.engines(),
       store,
       workers: config.workers,
       httpImplementation: () => implementation,

@@ -1,30 +1,40 @@
-// The engine as seen from an HTTP worker: scoring requests go straight to the engine process's
-// socket (socket.ts); the primary's status broadcasts say whether the engine is loading, ready or
-// down, and where its socket is. A worker that cannot connect to that socket, or whose request is
-// too large for a frame, sends the request through the primary instead, as every request once went.
-import { ENGINE_CH, isEngineMessage, type EngineStatus, type WorkerEngineMessage } from './ipc.js';
+// The engines as seen from an HTTP worker: scoring requests go straight to an engine process's
+// socket (socket.ts); the primary's status broadcasts say whether each engine is loading, ready or
+// down, and where its socket is. With several engines (`--gpus`) each request is placed by
+// placement.ts: the engine that cached its prefix, unless another has less work waiting. A worker
+// that cannot connect to a socket, or whose request is too large for a frame, sends the request
+// through the primary instead, as every request once went.
+import { ENGINE_CH, isEngineMessage, serviceStatus, type EngineState, type WorkerEngineMessage } from './ipc.js';
+import { placeRequest } from './placement.js';
 import { connectEngineSocket, type EngineSocket } from './socket.js';
 import { cancelledError, EngineError, type EngineInfo, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 import { FrameError } from './wire.js';
 
 export interface EngineClient extends EngineService {
-  status(): EngineStatus;
+  engines(): EngineState[];
 }
 
-export function connectEngine(log: (line: string) => void): EngineClient {
-  if (!process.send) throw new Error('connectEngine() needs an IPC channel to the cluster primary');
-  let status: EngineStatus = 'loading';
-  let info: EngineInfo | undefined;
-  let message: string | undefined;
-  let socketPath: string | undefined;
+/** One engine as this worker knows it. */
+interface Link extends EngineState {
+  info?: EngineInfo;
+  message?: string;
+  socketPath?: string;
   /** The connection to socketPath; null inside when it could not be made (the relay takes over). */
-  let direct: Promise<EngineSocket | null> | null = null;
+  direct: Promise<EngineSocket | null> | null;
+  /** Characters of the prompts this worker has waiting on the engine: the load placement weighs. */
+  load: number;
+}
+
+/** `count` engines, as the primary started them: their states arrive in its broadcasts. */
+export function connectEngine(count: number, log: (line: string) => void): EngineClient {
+  if (!process.send) throw new Error('connectEngine() needs an IPC channel to the cluster primary');
+  const links: Link[] = Array.from({ length: count }, (_, engine) => ({ engine, device: null, status: 'loading', direct: null, load: 0 }));
   let nextId = 1;
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
-  function open(file: string): Promise<EngineSocket | null> {
+  function open(link: Link, file: string): Promise<EngineSocket | null> {
     return connectEngineSocket(file).catch((err: Error) => {
-      log(`engine socket ${file} unreachable (${err.message}); scoring requests go through the primary`);
+      log(`engine ${link.engine} socket ${file} unreachable (${err.message}); its scoring requests go through the primary`);
       return null;
     });
   }
@@ -32,14 +42,17 @@ export function connectEngine(log: (line: string) => void): EngineClient {
   process.on('message', (msg: unknown) => {
     if (!isEngineMessage(msg)) return;
     if (msg.type === 'status') {
-      status = msg.status;
-      info = msg.info ?? info;
-      message = msg.message;
-      if (msg.socket !== socketPath) {
+      const link = links[msg.engine];
+      if (!link) return;
+      link.status = msg.status;
+      link.device = msg.device;
+      link.info = msg.info ?? link.info;
+      link.message = msg.message;
+      if (msg.socket !== link.socketPath) {
         // A new engine process (or none): the old connection, if any, is to one that died.
-        void direct?.then((conn) => conn?.close());
-        socketPath = msg.socket;
-        direct = socketPath ? open(socketPath) : null;
+        void link.direct?.then((conn) => conn?.close());
+        link.socketPath = msg.socket;
+        link.direct = link.socketPath ? open(link, link.socketPath) : null;
       }
     } else if (msg.type === 'response') {
       const w = waiting.get(msg.id);
@@ -49,20 +62,23 @@ export function connectEngine(log: (line: string) => void): EngineClient {
     }
   });
 
-  const unavailable = (): EngineError =>
-    new EngineError('unavailable', message ?? (status === 'loading' ? 'the model is still loading' : 'the engine is not running'));
+  const unavailable = (): EngineError => {
+    const s = serviceStatus(links);
+    const message = links.find((l) => l.message)?.message;
+    return new EngineError('unavailable', message ?? (s === 'loading' ? 'the model is still loading' : 'the engine is not running'));
+  };
 
   // No timer of its own, on either path: the request's deadline and its client's disconnect abort
   // `signal`, and an engine process that dies fails every request it held. A second, shorter clock
   // here once cut long requests off with a 503 while the engine was still working on them.
-  function relay(payload: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
+  function relay(link: Link, payload: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
     const id = nextId++;
     return new Promise<TextScoreResult>((resolve, reject) => {
       // Work nobody waits for any more is dropped in the engine.
       const onAbort = (): void => {
         settle();
         reject(cancelledError());
-        process.send!({ ch: ENGINE_CH, type: 'cancel', id } satisfies WorkerEngineMessage);
+        process.send!({ ch: ENGINE_CH, type: 'cancel', engine: link.engine, id } satisfies WorkerEngineMessage);
       };
       const settle = (): void => {
         waiting.delete(id);
@@ -79,20 +95,18 @@ export function connectEngine(log: (line: string) => void): EngineClient {
           reject(e);
         },
       });
-      process.send!({ ch: ENGINE_CH, type: 'request', id, op: 'score', payload } satisfies WorkerEngineMessage);
+      process.send!({ ch: ENGINE_CH, type: 'request', engine: link.engine, id, op: 'score', payload } satisfies WorkerEngineMessage);
     });
   }
 
-  async function scoreText(request: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
-    if (status !== 'ready') throw unavailable();
-    if (signal?.aborted) throw cancelledError();
-    const pending = direct;
+  async function scoreOn(link: Link, request: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
+    const pending = link.direct;
     let conn = await pending;
     // The engine closed this connection (it only does so on a framing error, or by dying): one new
     // try; if the engine is gone the relay answers `unavailable` until the primary says otherwise.
-    if (conn?.closed && socketPath) {
-      if (direct === pending) direct = open(socketPath);
-      conn = await direct;
+    if (conn?.closed && link.socketPath) {
+      if (link.direct === pending) link.direct = open(link, link.socketPath);
+      conn = await link.direct;
     }
     if (signal?.aborted) throw cancelledError();
     if (conn) {
@@ -102,17 +116,46 @@ export function connectEngine(log: (line: string) => void): EngineClient {
         if (!(err instanceof FrameError)) throw err;
       }
     }
-    return relay(request, signal);
+    return relay(link, request, signal);
+  }
+
+  async function scoreText(request: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
+    const prefixWork = (request.system?.length ?? 0) + request.prefix.length;
+    const work = prefixWork + request.branches.reduce((n, b) => n + b.suffix.length, 0);
+    const tried = new Set<number>();
+    for (;;) {
+      if (signal?.aborted) throw cancelledError();
+      const ready = links.filter((l) => l.status === 'ready' && !tried.has(l.engine));
+      if (ready.length === 0) throw unavailable();
+      const home = placeRequest(
+        ready.map((l) => ({ id: l.engine, load: l.load })),
+        `${request.system ?? ''}\u0000${request.prefix}`,
+        prefixWork,
+      );
+      const link = links[home]!;
+      tried.add(link.engine);
+      link.load += work;
+      try {
+        return await scoreOn(link, request, signal);
+      } catch (err) {
+        // Its engine died under it: scoring has no side effects, so another engine may take it whole.
+        if (!(err instanceof EngineError && err.code === 'unavailable')) throw err;
+        if (!links.some((l) => l.status === 'ready' && !tried.has(l.engine))) throw err;
+      } finally {
+        link.load -= work;
+      }
+    }
   }
 
   // The primary's status broadcasts reach only workers already listening; a worker started (or
-  // restarted) after the engine came up asks once.
+  // restarted) after the engines came up asks once.
   process.send({ ch: ENGINE_CH, type: 'subscribe' } satisfies WorkerEngineMessage);
 
   return {
-    status: () => status,
+    engines: () => links.map(({ engine, device, status }) => ({ engine, device, status })),
     info: async () => {
-      if (status !== 'ready' || !info) throw unavailable();
+      const info = links.find((l) => l.status === 'ready' && l.info)?.info;
+      if (!info) throw unavailable();
       return info;
     },
     scoreText,

@@ -1,13 +1,12 @@
-// The engine host lives in the cluster primary: it forks the engine process (one model copy), tells
-// workers whether it is up and where its socket is (they send their scoring requests there
-// directly), restarts it when it dies, and exposes its counters to Prometheus. A worker that cannot
-// reach the socket sends its requests here instead; they are relayed, and counted.
+// An engine host lives in the cluster primary, one per engine: it forks the engine process (one
+// model copy, on its GPU when `--gpus` names one), tells workers whether it is up and where its
+// socket is (they send their scoring requests there directly), and restarts it when it dies. A
+// worker that cannot reach the socket sends its requests here instead; they are relayed, and counted.
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Worker } from 'node:cluster';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Counter, Gauge } from 'prom-client';
-import { ENGINE_CH, ENGINE_CONFIG_ENV, isEngineMessage, type EngineStatus, type ProcessEngineMessage, type WireError, type WorkerEngineMessage } from './ipc.js';
+import { ENGINE_CH, ENGINE_CONFIG_ENV, isEngineMessage, type EngineState, type EngineStatus, type ProcessEngineMessage, type WireError, type WorkerEngineMessage } from './ipc.js';
 import type { NativeStats } from './native.js';
 import { removeEngineSocket } from './socket.js';
 import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
@@ -17,9 +16,15 @@ const RESTART_MAX_MS = 30_000;
 const STATS_TIMEOUT_MS = 1_000;
 
 export interface EngineHostOptions {
+  /** This engine's place in the service's list. */
+  id: number;
+  /** The GPU it may use (CUDA_VISIBLE_DEVICES of its process); null: every device the build sees. */
+  device: number | null;
   modelPath: string;
   engine: Partial<EngineOptions>;
   log: (line: string) => void;
+  /** Called for every request a worker relayed through the primary. */
+  onRelayed: () => void;
 }
 
 /** The host is also an engine service for the primary itself (the load-time self-test). */
@@ -27,6 +32,10 @@ export interface EngineHost extends EngineService {
   /** Resolves with the model facts once the first load succeeded; rejects if it failed. */
   ready: Promise<EngineInfo>;
   attach(worker: Worker): void;
+  state(): EngineState;
+  restarts(): number;
+  /** The engine's counters, null when it cannot answer within a second. */
+  stats(): Promise<NativeStats | null>;
   /** Stops restarting the engine at once, then stops it once `drained` settles (the workers' in-flight requests). */
   stop(drained?: Promise<unknown>): Promise<void>;
 }
@@ -59,7 +68,11 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
 
   function statusMessageFor(worker: Worker): void {
     if (!worker.isConnected()) return;
-    worker.send({ ch: ENGINE_CH, type: 'status', status, info, socket: status === 'ready' ? socket : undefined, message: statusMessage } satisfies WorkerEngineMessage);
+    worker.send({ ch: ENGINE_CH, type: 'status', ...state(), info, socket: status === 'ready' ? socket : undefined, message: statusMessage } satisfies WorkerEngineMessage);
+  }
+
+  function state(): EngineState {
+    return { engine: opts.id, device: opts.device, status };
   }
 
   function setStatus(next: EngineStatus, message?: string): void {
@@ -88,7 +101,12 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
 
   function spawn(): void {
     const proc = fork(entry, [], {
-      env: { ...process.env, [ENGINE_CONFIG_ENV]: JSON.stringify({ modelPath: opts.modelPath, options: opts.engine }) },
+      env: {
+        ...process.env,
+        [ENGINE_CONFIG_ENV]: JSON.stringify({ modelPath: opts.modelPath, options: opts.engine }),
+        // The CUDA runtime numbers the devices it is shown from 0, so the engine's own settings need no device index.
+        ...(opts.device === null ? {} : { CUDA_VISIBLE_DEVICES: String(opts.device) }),
+      },
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -123,7 +141,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       restarts++;
       failures = Date.now() - bornAt > 60_000 ? 1 : failures + 1;
       const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (failures - 1));
-      opts.log(`engine process exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
+      opts.log(`engine ${opts.id} process exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
       setStatus('down', 'the engine is restarting');
       setTimeout(() => {
         if (stopping) return;
@@ -133,37 +151,32 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     });
   }
 
-  const relayed = new Counter({
-    name: 'arbitra_engine_relayed_requests_total',
-    help: 'Scoring requests of HTTP workers relayed to the engine through the primary (workers that could not reach the engine socket)',
-  });
-
-  registerEngineMetrics({
-    up: () => (status === 'ready' ? 1 : 0),
-    restarts: () => restarts,
-    stats: () =>
-      new Promise<NativeStats | null>((resolve) => {
-        const id = nextId++;
-        const timer = setTimeout(() => {
-          relays.delete(id);
-          resolve(null);
-        }, STATS_TIMEOUT_MS);
-        request(
-          { type: 'request', id, op: 'stats' },
-          {
-            reply: (msg) => {
-              clearTimeout(timer);
-              resolve(msg.ok ? (msg.result as NativeStats) : null);
-            },
+  function stats(): Promise<NativeStats | null> {
+    return new Promise<NativeStats | null>((resolve) => {
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        relays.delete(id);
+        resolve(null);
+      }, STATS_TIMEOUT_MS);
+      request(
+        { type: 'request', id, op: 'stats' },
+        {
+          reply: (msg) => {
+            clearTimeout(timer);
+            resolve(msg.ok ? (msg.result as NativeStats) : null);
           },
-        );
-      }),
-  });
+        },
+      );
+    });
+  }
 
   spawn();
 
   return {
     ready,
+    state,
+    restarts: () => restarts,
+    stats,
     info: () => ready,
     scoreText: (payload: TextScoreRequest, signal?: AbortSignal) =>
       new Promise<TextScoreResult>((resolve, reject) => {
@@ -193,17 +206,17 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       worker.on('message', (msg: unknown) => {
         if (!isEngineMessage(msg)) return;
         if (msg.type === 'subscribe') return statusMessageFor(worker);
+        if ((msg.type !== 'cancel' && msg.type !== 'request') || msg.engine !== opts.id) return;
         if (msg.type === 'cancel') {
           const id = outstanding.get(msg.id);
           if (id !== undefined) cancel(id);
           return;
         }
-        if (msg.type !== 'request') return;
         const workerId = msg.id;
         const id = nextId++;
         outstanding.set(workerId, id);
         // Counted when it reaches the engine: a refusal while the engine is down says nothing about the path.
-        if (child?.connected && status === 'ready') relayed.inc();
+        if (child?.connected && status === 'ready') opts.onRelayed();
         request({ type: 'request', id, op: 'score', payload: msg.payload }, {
           reply: (res) => {
             outstanding.delete(workerId);
@@ -224,50 +237,4 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       });
     },
   };
-}
-
-/**
- * Gauges in the primary's registry; the cluster metrics aggregation merges them with the workers'.
- * Every gauge's collect() awaits one stats call shared by the whole scrape, so no gauge is read
- * before the numbers arrive.
- */
-function registerEngineMetrics(src: { up: () => number; restarts: () => number; stats: () => Promise<NativeStats | null> }): void {
-  let shared: { at: number; stats: Promise<NativeStats | null> } | null = null;
-  const stats = (): Promise<NativeStats | null> => {
-    const now = Date.now();
-    if (!shared || now - shared.at > 250) shared = { at: now, stats: src.stats() };
-    return shared.stats;
-  };
-  const fromStats = (name: string, help: string, read: (s: NativeStats) => number): void => {
-    new Gauge({
-      name,
-      help,
-      async collect() {
-        const s = await stats();
-        if (s) this.set(read(s));
-      },
-    });
-  };
-  fromStats('arbitra_engine_queue_depth', 'Scoring jobs waiting or running in the engine', (s) => s.queueDepth);
-  fromStats('arbitra_engine_decodes_total', 'llama_decode calls since the engine started', (s) => s.decodes);
-  fromStats('arbitra_engine_tokens_evaluated_total', 'Tokens run through the model since the engine started', (s) => s.tokensEvaluated);
-  fromStats('arbitra_engine_branches_scored_total', 'Question branches scored since the engine started', (s) => s.branchesScored);
-  fromStats('arbitra_engine_jobs_cancelled_total', 'Scoring jobs dropped because their client left or their deadline passed', (s) => s.jobsCancelled);
-  fromStats('arbitra_engine_last_batch_tokens', 'Tokens in the most recent llama_decode batch', (s) => s.lastBatchTokens);
-  fromStats('arbitra_engine_last_batch_branches', 'Branches in the most recent llama_decode batch', (s) => s.lastBatchBranches);
-  fromStats('arbitra_engine_cached_prefixes', 'Prefixes kept in the KV cache', (s) => s.cachedPrefixes);
-  new Gauge({
-    name: 'arbitra_engine_up',
-    help: '1 when the engine process has its model loaded',
-    collect() {
-      this.set(src.up());
-    },
-  });
-  new Gauge({
-    name: 'arbitra_engine_restarts_total',
-    help: 'Engine process restarts after a crash',
-    collect() {
-      this.set(src.restarts());
-    },
-  });
 }

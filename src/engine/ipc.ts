@@ -1,7 +1,8 @@
-// Messages of the engine channel. The primary forks the engine process and tells the workers, in
-// its status broadcasts, whether it is up and where its socket is (socket.ts): workers send their
-// scoring requests there directly. When a worker cannot reach that socket it sends them to the
-// primary instead (`ch: 'engine'`), which relays them, and their `cancel`, to the engine process.
+// Messages of the engine channel. The primary forks the engine processes (one per GPU with
+// `--gpus`) and tells the workers, in its status broadcasts, whether each is up and where its socket
+// is (socket.ts): workers send their scoring requests there directly. When a worker cannot reach a
+// socket it sends them to the primary instead (`ch: 'engine'`), naming the engine, and the primary
+// relays them, and their `cancel`, to that engine process.
 import { EngineError, type EngineErrorCode, type EngineInfo, type TextScoreRequest } from './types.js';
 
 export const ENGINE_CH = 'engine';
@@ -30,11 +31,27 @@ export type EngineResponse = { type: 'response'; id: number; ok: true; result: u
  * listened is lost. `socket` is the engine's, set while it is ready (absent where it has none).
  */
 export type WorkerEngineMessage =
-  | { ch: typeof ENGINE_CH; type: 'request'; id: number; op: 'score'; payload: TextScoreRequest }
-  | { ch: typeof ENGINE_CH; type: 'cancel'; id: number }
+  | { ch: typeof ENGINE_CH; type: 'request'; engine: number; id: number; op: 'score'; payload: TextScoreRequest }
+  | { ch: typeof ENGINE_CH; type: 'cancel'; engine: number; id: number }
   | { ch: typeof ENGINE_CH; type: 'subscribe' }
   | ({ ch: typeof ENGINE_CH } & EngineResponse)
-  | { ch: typeof ENGINE_CH; type: 'status'; status: EngineStatus; info?: EngineInfo; socket?: string; message?: string };
+  | ({ ch: typeof ENGINE_CH; type: 'status' } & EngineState & { info?: EngineInfo; socket?: string; message?: string });
+
+/**
+ * One engine of the service: `id` is its place in the list (0 when there is one), `device` the GPU
+ * it was started on (`--gpus`), null when it was given every device the build sees.
+ */
+export interface EngineState {
+  engine: number;
+  device: number | null;
+  status: EngineStatus;
+}
+
+/** The service's status over its engines: ready while any engine is. */
+export function serviceStatus(engines: readonly EngineState[]): EngineStatus {
+  if (engines.some((e) => e.status === 'ready')) return 'ready';
+  return engines.some((e) => e.status === 'loading') ? 'loading' : 'down';
+}
 
 /** Primary <-> engine process. */
 export type ProcessEngineMessage =

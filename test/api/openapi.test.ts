@@ -18,7 +18,7 @@ const loading: EngineService = {
   scoreText: () => Promise.reject(new EngineError('unavailable', 'loading')),
 };
 const config = loadConfig(['--data-dir', dir, '--port', '0'], {});
-const routes = buildRoutes(createAppDeps(config, { engine: loading, engineStatus: () => 'loading', store, workers: 1, httpImplementation: () => 'node', metricsText: localMetricsText, log: () => {} }));
+const routes = buildRoutes(createAppDeps(config, { engine: loading, engines: () => [{ engine: 0, device: null, status: 'loading' }], store, workers: 1, httpImplementation: () => 'node', metricsText: localMetricsText, log: () => {} }));
 const doc = generateOpenApi(routes) as any;
 const op = (method: string, path: string) => doc.paths[path][method];
 const statuses = (method: string, path: string) => Object.keys(op(method, path).responses).map(Number);

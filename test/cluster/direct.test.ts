@@ -91,6 +91,6 @@ if (cannotRun) {
     }
     t.ok(count !== null && count > 0, `the new worker's decisions were relayed (${count})`);
     t.same(statuses.filter((s) => s !== 200), [], 'and answered');
-    t.match(server.log(), /engine socket \S+ unreachable \(.*ENOENT.*\); scoring requests go through the primary/, 'the worker says why');
+    t.match(server.log(), /engine 0 socket \S+ unreachable \(.*ENOENT.*\); its scoring requests go through the primary/, 'the worker says why');
   });
 }

@@ -12,7 +12,7 @@ import { startHttpServer } from '../../src/http/server.js';
 import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
 import { createLocalEngine } from '../../src/engine/local.js';
-import type { EngineStatus } from '../../src/api/routes/health.js';
+import type { EngineStatus } from '../../src/engine/ipc.js';
 import { TEST_MODEL } from '../helpers/models.js';
 import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
 
@@ -20,7 +20,7 @@ async function serve(t: Test, engine: EngineService, status: () => EngineStatus)
   const dir = t.testdir();
   const config = loadConfig(['--data-dir', dir, '--port', '0'], { ARBITRA_MODEL_ALIASES: 'fast=default' });
   const store = await openStore(dir);
-  const deps = createAppDeps(config, { engine, engineStatus: status, store, workers: 3, httpImplementation: () => 'uws', metricsText: localMetricsText, log: () => {} });
+  const deps = createAppDeps(config, { engine, engines: () => [{ engine: 0, device: null, status: status() }], store, workers: 3, httpImplementation: () => 'uws', metricsText: localMetricsText, log: () => {} });
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createApp(deps), prefer: 'uws' });
   t.teardown(async () => {
     await server.close();

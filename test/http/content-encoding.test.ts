@@ -247,7 +247,7 @@ async function serveApp(t: Test, impl: HttpImplementation): Promise<string> {
   const data = t.testdir();
   const config = loadConfig(['--data-dir', data, '--port', '0'], {});
   const store = await openStore(data);
-  const deps = createAppDeps(config, { engine: loading, engineStatus: () => 'loading', store, workers: 1, httpImplementation: () => impl, metricsText: localMetricsText, log: () => {} });
+  const deps = createAppDeps(config, { engine: loading, engines: () => [{ engine: 0, device: null, status: 'loading' }], store, workers: 1, httpImplementation: () => impl, metricsText: localMetricsText, log: () => {} });
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createApp(deps), prefer: impl });
   t.teardown(async () => {
     await server.close();

@@ -34,7 +34,7 @@ async function serve(t: Test, impl: HttpImplementation) {
     ARBITRA_IP_LIMIT_PER_MINUTE: '10000',
   });
   const store = await openStore(dir, storeOptions(config));
-  const deps = createAppDeps(config, { engine: engine!, engineStatus: () => 'ready', store, workers: 1, httpImplementation: () => impl, metricsText: localMetricsText, log: () => {} });
+  const deps = createAppDeps(config, { engine: engine!, engines: () => [{ engine: 0, device: null, status: 'ready' }], store, workers: 1, httpImplementation: () => impl, metricsText: localMetricsText, log: () => {} });
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createApp(deps), prefer: impl });
   t.teardown(async () => {
     await server.close();

@@ -1,11 +1,11 @@
-// GET /health: liveness plus what an operator checks first. 503 while the model loads or the
-// engine is down, so load balancers hold traffic back until decisions can be served.
+// GET /health: liveness plus what an operator checks first. 503 while no engine has its model
+// loaded, so load balancers hold traffic back until decisions can be served; each engine's own
+// state is listed, so one GPU down behind a serving node is seen too.
 import { Type } from '@sinclair/typebox';
 import { ALSO_STATUSES } from '../openapi.js';
 import { API_VERSION } from '../render.js';
+import { serviceStatus, type EngineState } from '../../engine/ipc.js';
 import type { HttpImplementation, Route } from '../../http/types.js';
-
-export type EngineStatus = 'loading' | 'ready' | 'down';
 
 export const HealthResponse = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('loading'), Type.Literal('down')]),
@@ -15,11 +15,18 @@ export const HealthResponse = Type.Object({
   uptime_s: Type.Integer(),
   http: Type.Union([Type.Literal('uws'), Type.Literal('node')]),
   pid: Type.Integer(),
+  engines: Type.Array(
+    Type.Object({
+      engine: Type.Integer({ description: 'place in the service\'s list of engines' }),
+      device: Type.Union([Type.Integer(), Type.Null()], { description: 'the GPU given to it (--gpus); null: every device the build sees' }),
+      status: Type.Union([Type.Literal('ready'), Type.Literal('loading'), Type.Literal('down')]),
+    }),
+  ),
 }, { [ALSO_STATUSES]: [503] });
 
 export interface HealthRouteDeps {
   modelId: string;
-  engineStatus: () => EngineStatus;
+  engines: () => EngineState[];
   workers: number;
   httpImplementation: () => HttpImplementation;
   /** Date.now() at process start. */
@@ -35,7 +42,8 @@ export function healthRoutes(deps: HealthRouteDeps): Route[] {
       auth: 'none',
       schemas: { response: HealthResponse },
       handler() {
-        const engine = deps.engineStatus();
+        const engines = deps.engines();
+        const engine = serviceStatus(engines);
         const status = engine === 'ready' ? 'ok' : engine;
         return {
           status: engine === 'ready' ? 200 : 503,
@@ -48,6 +56,7 @@ export function healthRoutes(deps: HealthRouteDeps): Route[] {
             uptime_s: Math.floor((Date.now() - deps.startedAt) / 1000),
             http: deps.httpImplementation(),
             pid: process.pid,
+            engines,
           },
         };
       },

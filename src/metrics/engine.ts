@@ -1,0 +1,70 @@
+// The engines' gauges, in the cluster primary's registry (the cluster metrics aggregation merges them
+// with the workers'), one series per engine under the label `engine`. Every gauge's collect() awaits
+// one stats call per engine shared by the whole scrape, so no gauge is read before the numbers arrive.
+import { Counter, Gauge } from 'prom-client';
+import type { EngineState } from '../engine/ipc.js';
+import type { NativeStats } from '../engine/native.js';
+
+export interface EngineMetricsSource {
+  state(): EngineState;
+  restarts(): number;
+  stats(): Promise<NativeStats | null>;
+}
+
+const SHARED_MS = 250;
+
+/** Registers the gauges over whatever `engines()` holds at scrape time; returns the relay counter's increment. */
+export function registerEngineMetrics(engines: () => readonly EngineMetricsSource[]): { relayed(engine: number): void } {
+  const shared = new Map<number, { at: number; stats: Promise<NativeStats | null> }>();
+  const statsOf = (source: EngineMetricsSource): Promise<NativeStats | null> => {
+    const id = source.state().engine;
+    const now = Date.now();
+    let entry = shared.get(id);
+    if (!entry || now - entry.at > SHARED_MS) {
+      entry = { at: now, stats: source.stats() };
+      shared.set(id, entry);
+    }
+    return entry.stats;
+  };
+  const perEngine = (name: string, help: string, read: (source: EngineMetricsSource) => number | Promise<number | null>): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['engine'],
+      async collect() {
+        this.reset();
+        await Promise.all(
+          engines().map(async (source) => {
+            const value = await read(source);
+            if (value !== null) this.set({ engine: String(source.state().engine) }, value);
+          }),
+        );
+      },
+    });
+  };
+  const fromStats = (name: string, help: string, read: (s: NativeStats) => number): void =>
+    perEngine(name, help, async (source) => {
+      const s = await statsOf(source);
+      return s ? read(s) : null;
+    });
+  fromStats('arbitra_engine_queue_depth', 'Scoring jobs waiting or running in the engine', (s) => s.queueDepth);
+  fromStats('arbitra_engine_decodes_total', 'llama_decode calls since the engine started', (s) => s.decodes);
+  fromStats('arbitra_engine_tokens_evaluated_total', 'Tokens run through the model since the engine started', (s) => s.tokensEvaluated);
+  fromStats('arbitra_engine_branches_scored_total', 'Question branches scored since the engine started', (s) => s.branchesScored);
+  fromStats('arbitra_engine_jobs_cancelled_total', 'Scoring jobs dropped because their client left or their deadline passed', (s) => s.jobsCancelled);
+  fromStats('arbitra_engine_last_batch_tokens', 'Tokens in the most recent llama_decode batch', (s) => s.lastBatchTokens);
+  fromStats('arbitra_engine_last_batch_branches', 'Branches in the most recent llama_decode batch', (s) => s.lastBatchBranches);
+  fromStats('arbitra_engine_cached_prefixes', 'Prefixes kept in the KV cache', (s) => s.cachedPrefixes);
+  perEngine('arbitra_engine_up', '1 when the engine process has its model loaded', (source) => (source.state().status === 'ready' ? 1 : 0));
+  perEngine('arbitra_engine_restarts_total', 'Engine process restarts after a crash', (source) => source.restarts());
+  const relayed = new Counter({
+    name: 'arbitra_engine_relayed_requests_total',
+    help: 'Scoring requests of HTTP workers relayed to an engine through the primary (workers that could not reach the engine socket)',
+    labelNames: ['engine'],
+    // A series from the first scrape on, 0 until a request is relayed: "none" is an answer too.
+    collect() {
+      for (const source of engines()) this.inc({ engine: String(source.state().engine) }, 0);
+    },
+  });
+  return { relayed: (engine) => relayed.inc({ engine: String(engine) }) };
+}
