@@ -83,11 +83,11 @@ export function samplesFromFile(file: string): Sample[] {
 }
 
 /** Traces joined with retained decisions of this model and layout; unmatched traces are skipped. */
-export function samplesFromStore(store: Store, modelSha256: string): { samples: Sample[]; skipped: number } {
+export async function samplesFromStore(store: Store, modelSha256: string): Promise<{ samples: Sample[]; skipped: number }> {
   const samples: Sample[] = [];
   let skipped = 0;
-  for (const trace of store.traces.all()) {
-    const record = store.retention.getSync(trace.key_id, trace.request_id);
+  for await (const trace of store.traces.all()) {
+    const record = await store.retention.get(trace.key_id, trace.request_id);
     const decision = record?.decision;
     const answers = (record?.response as { answers?: Record<string, Record<string, unknown>> } | undefined)?.answers;
     const read = decision?.questions[trace.question];
@@ -134,9 +134,9 @@ export async function calibrate({ store, modelPath, file, out }: CalibrateArgs):
     samples = samplesFromFile(file);
     source = `file ${path.resolve(file)}`;
   } else {
-    const found = samplesFromStore(store, sha);
+    const found = await samplesFromStore(store, sha);
     samples = found.samples;
-    source = `traces joined with retained requests in ${store.dataDir}`;
+    source = `traces joined with retained requests in ${store.location}`;
     out(`${found.samples.length} traced outcomes of ${path.basename(modelPath)} under layout ${LAYOUT_VERSION} (${found.skipped} traces without a matching retained decision skipped)\n`);
   }
   const reports = KINDS.map((kind) => fitKind(kind, samples.filter((s) => s.kind === kind))).filter((r) => r.before.n > 0);

@@ -59,7 +59,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
   const parseTokenUse = compileBodyParser(VerificationTokenUse);
   const parseKeyParams = compileParamsParser(KeyParams);
 
-  function listItem(k: ApiKeyRecord, month: string): ApiKeyListItemT {
+  async function listItem(k: ApiKeyRecord, month: string): Promise<ApiKeyListItemT> {
     return {
       id: k.id,
       name: k.name,
@@ -68,9 +68,11 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       created_at: k.created_at,
       revoked_at: k.revoked_at,
       last_used_at: k.last_used_at,
-      month_requests: store.counters.keyMonthRequests(k.id, month),
+      month_requests: await store.counters.keyMonthRequests(k.id, month),
     };
   }
+
+  const listItems = (keys: ApiKeyRecord[], month: string) => Promise.all(keys.map((k) => listItem(k, month)));
 
   const route = (r: Route): Route => ({ auth: 'console', tag: 'console', ...r });
 
@@ -95,7 +97,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       handler: async (req) => {
         const { email } = identify(req);
         const month = utcMonth(Date.now());
-        return { status: 200, body: { keys: (await store.keys.list(email)).map((k) => listItem(k, month)) } };
+        return { status: 200, body: { keys: await listItems(await store.keys.list(email), month) } };
       },
     }),
     route({
@@ -151,17 +153,17 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
         const { email } = identify(req);
         const now = Date.now();
         const month = utcMonth(now);
-        const user = store.users.getByEmail(email);
-        const keys = (await store.keys.list(email)).map((k) => listItem(k, month));
+        const user = await store.users.getByEmail(email);
+        const keys = await listItems(await store.keys.list(email), month);
         const body: Static<typeof AccountSummaryResponse> = {
           plan: 'Free',
           month,
-          total_requests: user ? store.counters.userMonthRequests(user.id, month) : 0,
+          total_requests: user ? await store.counters.userMonthRequests(user.id, month) : 0,
           monthly_cap: limits.monthlyCap,
           keys,
         };
         if (limits.billing) {
-          const micro = user ? store.counters.balanceMicro(user.id, limits.startingBalanceEur) : limits.startingBalanceEur * 1e6;
+          const micro = user ? await store.counters.balanceMicro(user.id, limits.startingBalanceEur) : limits.startingBalanceEur * 1e6;
           body.balance_eur = (micro / 1e6).toFixed(6);
         }
         return { status: 200, body };
@@ -176,7 +178,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
         const { email } = identify(req);
         const keys = await store.keys.list(email);
         const byId = new Map(keys.map((k) => [k.id, k]));
-        const rows = store.counters.usageRows(keys.map((k) => k.id)).map((r) => {
+        const rows = (await store.counters.usageRows(keys.map((k) => k.id))).map((r) => {
           const k = byId.get(r.key_id)!;
           return { key_id: r.key_id, name: k.name, prefix: k.prefix, day: r.day, requests: r.requests, rate_limited: r.rate_limited };
         });

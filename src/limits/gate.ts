@@ -1,6 +1,6 @@
 // The request gate in front of POST /v1/systemone and the per-IP limiter for unauthenticated
-// routes. The counting itself lives in the store (one LMDB write transaction per admission, exact
-// across worker processes); this module turns its verdicts into the spec's errors.
+// routes. The counting itself lives in the store (one atomic step per admission, exact across worker
+// processes and nodes); this module turns its verdicts into the spec's errors.
 import { ApiError } from '../api/errors.js';
 import type { Store } from '../store/index.js';
 import type { LimitsConfig } from './config.js';
@@ -11,14 +11,14 @@ const MICRO = 1_000_000;
 export function createGate(store: Store, limits: LimitsConfig): RequestGate {
   return {
     async admit(key) {
-      const result = store.counters.admit(key, limits);
+      const result = await store.counters.admit(key, limits);
       if (result.ok) {
         let released = false;
         const admission: Admission = {
-          release() {
+          async release() {
             if (released) return;
             released = true;
-            store.counters.release(key.id, result.slotId);
+            await store.counters.release(key.id, result.slotId);
           },
         };
         return admission;
@@ -64,7 +64,7 @@ export function createGate(store: Store, limits: LimitsConfig): RequestGate {
     async meter(key, usage): Promise<Charge | null> {
       if (!limits.billing) return null;
       const micro = Math.round((usage.inputTokens / 1000) * limits.pricePer1kInputTokensEur * MICRO);
-      store.counters.charge(key.user_id, micro, limits.startingBalanceEur);
+      await store.counters.charge(key.user_id, micro, limits.startingBalanceEur);
       return { cost_eur: (micro / MICRO).toFixed(6), cost_currency: 'EUR' };
     },
   };
@@ -72,13 +72,13 @@ export function createGate(store: Store, limits: LimitsConfig): RequestGate {
 
 export interface IpLimiter {
   /** Counts one request from this address; throws 429 too_many_requests over the limit. */
-  check(ip: string): void;
+  check(ip: string): Promise<void>;
 }
 
 export function createIpLimiter(store: Store, limits: LimitsConfig): IpLimiter {
   return {
-    check(ip) {
-      const wait = store.counters.hitIp(ip, limits.ipRequestsPerMinute);
+    async check(ip) {
+      const wait = await store.counters.hitIp(ip, limits.ipRequestsPerMinute);
       if (wait > 0) {
         throw new ApiError(
           'too_many_requests',

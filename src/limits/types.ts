@@ -2,8 +2,11 @@
 import type { ApiKeyRecord } from '../store/types.js';
 
 export interface Admission {
-  /** Ends the in-flight slot taken by admit(); call exactly once, success or failure. */
-  release(): void;
+  /**
+   * Ends the in-flight slot taken by admit(); call once, success or failure (a second call does
+   * nothing). Awaited before the response goes out, so the client's next call finds the slot free.
+   */
+  release(): Promise<void>;
 }
 
 export interface Charge {

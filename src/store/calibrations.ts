@@ -1,22 +1,8 @@
 // Fitted calibrations, versioned: every fit is kept under [model_sha256, layout, n] (n counting up
 // from 1 per model and layout), and the newest one is the one served. Nothing is ever overwritten,
 // so a served version can always be looked up again.
-// The record's content is the decision layer's (src/decision/calibration.ts); the store keys it.
 import type { StoreEnv } from './env.js';
-
-/** What the store needs of a calibration record. */
-export interface CalibrationRecord {
-  version: string;
-  model_sha256: string;
-  layout: string;
-}
-
-export interface CalibrationStore {
-  /** Stores a new version for the record's model and layout; returns the record with its version set. */
-  add<T extends CalibrationRecord>(record: Omit<T, 'version'>): Promise<T>;
-  /** The newest calibration for this model and layout; null when none was fitted. */
-  latest<T extends CalibrationRecord>(modelSha256: string, layout: string): T | null;
-}
+import type { CalibrationRecord, CalibrationStore } from './types.js';
 
 export function createCalibrationStore(env: StoreEnv): CalibrationStore {
   const { calibrations } = env.dbs;
@@ -35,6 +21,6 @@ export function createCalibrationStore(env: StoreEnv): CalibrationStore {
       await env.flushed();
       return stored;
     },
-    latest: <T extends CalibrationRecord>(sha: string, layout: string) => (newest(sha, layout)?.value as T | undefined) ?? null,
+    latest: async <T extends CalibrationRecord>(sha: string, layout: string) => (newest(sha, layout)?.value as T | undefined) ?? null,
   };
 }

@@ -4,30 +4,7 @@
 import type { StoreEnv } from './env.js';
 import { secondsToUtcMidnight, secondsToUtcMonthEnd, utcDay, utcMonth } from './clock.js';
 import { randomBase62 } from './secret.js';
-
-export interface AdmitLimits {
-  requestsPerSecond: number;
-  maxInFlight: number;
-  /** 0: no daily allowance is enforced. */
-  freeDailyDecisions: number;
-  /** 0: no monthly cap. */
-  monthlyCap: number;
-  billing: boolean;
-  startingBalanceEur: number;
-}
-
-export type AdmitResult =
-  | { ok: true; slotId: string }
-  | { ok: false; reason: 'in_flight' | 'per_second'; retryAfterSeconds: number }
-  | { ok: false; reason: 'daily_quota' | 'monthly_cap'; retryAfterSeconds: number; limit: number }
-  | { ok: false; reason: 'balance'; balanceEur: string };
-
-export interface UsageDayRow {
-  key_id: string;
-  day: string;
-  requests: number;
-  rate_limited: number;
-}
+import type { AdmitResult, CounterStore, UsageDayRow } from './types.js';
 
 interface DayCounts {
   requests: number;
@@ -55,24 +32,6 @@ function pidAlive(pid: number): boolean {
 
 const MICRO = 1_000_000;
 
-export interface CounterStore {
-  /** Checks every limit and, when all pass, counts the call and takes an in-flight slot. */
-  admit(key: { id: string; user_id: string }, limits: AdmitLimits, nowMs?: number): AdmitResult;
-  release(keyId: string, slotId: string): void;
-  /** Fixed one-minute window per IP; returns seconds to wait, or 0 when admitted. */
-  hitIp(ip: string, perMinute: number, nowMs?: number): number;
-  /** Subtracts micro-EUR from the user's balance (initialised to the starting balance). */
-  charge(userId: string, microEur: number, startingBalanceEur: number): number;
-  /** Adds credit; returns the new balance in micro-EUR. */
-  credit(userId: string, microEur: number, startingBalanceEur: number): Promise<number>;
-  balanceMicro(userId: string, startingBalanceEur: number): number;
-  inFlight(keyId: string): number;
-  /** Rows per key per UTC day, newest day first. */
-  usageRows(keyIds: string[]): UsageDayRow[];
-  keyMonthRequests(keyId: string, month: string): number;
-  userMonthRequests(userId: string, month: string): number;
-}
-
 export function createCounterStore(env: StoreEnv): CounterStore {
   const { usage_day, user_day, user_month, rate, in_flight, ip_rate, balances } = env.dbs;
 
@@ -98,7 +57,7 @@ export function createCounterStore(env: StoreEnv): CounterStore {
   }
 
   return {
-    admit(key, limits, nowMs = Date.now()) {
+    async admit(key, limits, nowMs = Date.now()) {
       const day = utcDay(nowMs);
       const month = utcMonth(nowMs);
       const second = Math.floor(nowMs / 1000);
@@ -149,11 +108,11 @@ export function createCounterStore(env: StoreEnv): CounterStore {
       });
     },
 
-    release(keyId, slotId) {
+    async release(keyId, slotId) {
       env.root.transactionSync(() => in_flight.removeSync([keyId, slotId]));
     },
 
-    hitIp(ip, perMinute, nowMs = Date.now()) {
+    async hitIp(ip, perMinute, nowMs = Date.now()) {
       const minute = Math.floor(nowMs / 60000);
       return env.root.transactionSync(() => {
         const r = ip_rate.get(ip) as { minute: number; count: number } | undefined;
@@ -164,7 +123,7 @@ export function createCounterStore(env: StoreEnv): CounterStore {
       });
     },
 
-    charge(userId, microEur, startingBalanceEur) {
+    async charge(userId, microEur, startingBalanceEur) {
       return env.root.transactionSync(() => {
         const next = balanceIn(userId, startingBalanceEur) - microEur;
         balances.putSync(userId, next);
@@ -182,13 +141,13 @@ export function createCounterStore(env: StoreEnv): CounterStore {
       return next;
     },
 
-    balanceMicro: (userId, startingBalanceEur) => balanceIn(userId, startingBalanceEur),
+    balanceMicro: async (userId, startingBalanceEur) => balanceIn(userId, startingBalanceEur),
 
-    inFlight(keyId) {
+    async inFlight(keyId) {
       return in_flight.getKeysCount({ start: [keyId], end: [keyId, '\uffff'] });
     },
 
-    usageRows(keyIds) {
+    async usageRows(keyIds) {
       const rows: UsageDayRow[] = [];
       for (const keyId of keyIds) {
         for (const { key, value } of usage_day.getRange({ start: [keyId], end: [keyId, '\uffff'] })) {
@@ -199,7 +158,7 @@ export function createCounterStore(env: StoreEnv): CounterStore {
       return rows.sort((a, b) => b.day.localeCompare(a.day) || a.key_id.localeCompare(b.key_id));
     },
 
-    keyMonthRequests(keyId, month) {
+    async keyMonthRequests(keyId, month) {
       let total = 0;
       for (const { value } of usage_day.getRange({ start: [keyId, `${month}-00`], end: [keyId, `${month}-99`] })) {
         total += (value as DayCounts).requests;
@@ -207,6 +166,6 @@ export function createCounterStore(env: StoreEnv): CounterStore {
       return total;
     },
 
-    userMonthRequests: (userId, month) => (user_month.get([userId, month]) as number | undefined) ?? 0,
+    userMonthRequests: async (userId, month) => (user_month.get([userId, month]) as number | undefined) ?? 0,
   };
 }

@@ -95,7 +95,7 @@ export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Ha
     },
 
     async list(email) {
-      const user = users.getByEmail(email);
+      const user = await users.getByEmail(email);
       if (!user) return [];
       const out: ApiKeyRecord[] = [];
       for (const id of keyIdsOf(user.id)) {

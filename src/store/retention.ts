@@ -26,10 +26,6 @@ export function createRetentionStore(env: StoreEnv, hash: Hasher): RetentionStor
     },
 
     async get(keyId, id) {
-      return this.getSync(keyId, id);
-    },
-
-    getSync(keyId, id) {
       return (retention.get([keyId, id]) as RetainedRecord | undefined) ?? null;
     },
 

@@ -1,15 +1,7 @@
 // Observed outcomes per API key, keyed [key_id, request_id, question] so a re-sent trace replaces
 // the earlier one instead of counting twice when outcomes are later joined with decisions.
 import type { StoreEnv } from './env.js';
-import type { TraceRecord } from './types.js';
-
-export interface TraceStore {
-  /** Stores all records in one transaction, durable on return. */
-  putMany(records: TraceRecord[]): Promise<void>;
-  list(keyId: string, opts?: { requestId?: string; limit?: number }): TraceRecord[];
-  /** Every trace of every key, in key order (for `arbitra calibrate`). */
-  all(): Iterable<TraceRecord>;
-}
+import type { TraceRecord, TraceStore } from './types.js';
 
 export function createTraceStore(env: StoreEnv): TraceStore {
   const { traces } = env.dbs;
@@ -21,12 +13,12 @@ export function createTraceStore(env: StoreEnv): TraceStore {
       });
       await env.flushed();
     },
-    list(keyId, opts = {}) {
+    async list(keyId, opts = {}) {
       const start = opts.requestId === undefined ? [keyId] : [keyId, opts.requestId];
       const end = opts.requestId === undefined ? [keyId, '\uffff'] : [keyId, opts.requestId, '\uffff'];
       return [...traces.getRange({ start, end, limit: opts.limit ?? 1000 })].map((e) => e.value as TraceRecord);
     },
-    *all() {
+    async *all() {
       for (const { value } of traces.getRange({})) yield value as TraceRecord;
     },
   };

@@ -1,5 +1,7 @@
-// Contracts of the LMDB-backed stores (src/store/*). Every write that acknowledges a client is
-// awaited until LMDB has committed it to disk before the response goes out.
+// The contract of every store backend: one interface per job, all asynchronous, so a backend that
+// talks to a server implements the same surface as the embedded LMDB one (src/store/*.ts).
+// Every write that acknowledges a client resolves only once it is durable, before the response goes
+// out; a read resolves with what every process and node committed before it began.
 
 export interface UserRecord {
   id: string;
@@ -22,6 +24,13 @@ export interface ApiKeyRecord {
   created_at: string;
   revoked_at: string | null;
   last_used_at: string | null;
+}
+
+export interface UserStore {
+  /** The user of this email, created when new; name/image are updated when given (null clears). */
+  sync(email: string, profile?: { name?: string | null; image?: string | null }): Promise<UserRecord>;
+  getByEmail(email: string): Promise<UserRecord | null>;
+  get(id: string): Promise<UserRecord | null>;
 }
 
 export interface KeyStore {
@@ -60,15 +69,62 @@ export interface RetainedRecord {
 export interface RetentionStore {
   put(record: RetainedRecord): Promise<void>;
   get(keyId: string, id: string): Promise<RetainedRecord | null>;
-  /** The same read without a promise, for scans over many records. */
-  getSync(keyId: string, id: string): RetainedRecord | null;
   /** true when a record of this key was removed; false when none (or another key's). */
   delete(keyId: string, id: string): Promise<boolean>;
-  /** A stable pseudonym for the key, the same on every call and worker. */
+  /**
+   * A stable pseudonym for the key, the same on every call, worker and node. Synchronous: it is an
+   * HMAC under the server secret, with no state behind it.
+   */
   pseudonym(keyId: string): string;
 }
 
 // --- Records added with the console, waitlist, traces and verification tokens (issue 3). ---
+
+export interface AdmitLimits {
+  requestsPerSecond: number;
+  maxInFlight: number;
+  /** 0: no daily allowance is enforced. */
+  freeDailyDecisions: number;
+  /** 0: no monthly cap. */
+  monthlyCap: number;
+  billing: boolean;
+  startingBalanceEur: number;
+}
+
+export type AdmitResult =
+  | { ok: true; slotId: string }
+  | { ok: false; reason: 'in_flight' | 'per_second'; retryAfterSeconds: number }
+  | { ok: false; reason: 'daily_quota' | 'monthly_cap'; retryAfterSeconds: number; limit: number }
+  | { ok: false; reason: 'balance'; balanceEur: string };
+
+export interface UsageDayRow {
+  key_id: string;
+  day: string;
+  requests: number;
+  rate_limited: number;
+}
+
+/** Usage counters and the state behind the request gate and the IP limiter (src/limits uses it). */
+export interface CounterStore {
+  /**
+   * Checks every limit and, when all pass, counts the call and takes an in-flight slot, as one
+   * atomic step: concurrent admissions from every process and node never pass a limit together.
+   */
+  admit(key: { id: string; user_id: string }, limits: AdmitLimits, nowMs?: number): Promise<AdmitResult>;
+  release(keyId: string, slotId: string): Promise<void>;
+  /** Fixed one-minute window per IP; returns seconds to wait, or 0 when admitted. */
+  hitIp(ip: string, perMinute: number, nowMs?: number): Promise<number>;
+  /** Subtracts micro-EUR from the user's balance (initialised to the starting balance); returns the new balance. */
+  charge(userId: string, microEur: number, startingBalanceEur: number): Promise<number>;
+  /** Adds credit; returns the new balance in micro-EUR. */
+  credit(userId: string, microEur: number, startingBalanceEur: number): Promise<number>;
+  balanceMicro(userId: string, startingBalanceEur: number): Promise<number>;
+  inFlight(keyId: string): Promise<number>;
+  /** Rows per key per UTC day, newest day first. */
+  usageRows(keyIds: string[]): Promise<UsageDayRow[]>;
+  keyMonthRequests(keyId: string, month: string): Promise<number>;
+  userMonthRequests(userId: string, month: string): Promise<number>;
+}
 
 export interface WaitlistEntry {
   email: string;
@@ -77,6 +133,12 @@ export interface WaitlistEntry {
   consent: boolean;
   created_at: string;
   updated_at: string;
+}
+
+export interface WaitlistStore {
+  upsert(entry: { email: string; company: string | null; use_case: string; consent: boolean }): Promise<WaitlistEntry>;
+  get(email: string): Promise<WaitlistEntry | null>;
+  count(): Promise<number>;
 }
 
 /** One observed outcome of an earlier decision, kept per API key for later calibration. */
@@ -93,6 +155,14 @@ export interface TraceRecord {
   received_at: string;
 }
 
+export interface TraceStore {
+  /** Stores all records in one transaction, durable on return. */
+  putMany(records: TraceRecord[]): Promise<void>;
+  list(keyId: string, opts?: { requestId?: string; limit?: number }): Promise<TraceRecord[]>;
+  /** Every trace of every key, in key order (for `arbitra calibrate`). */
+  all(): AsyncIterable<TraceRecord>;
+}
+
 export interface VerificationTokenRecord {
   user_id: string;
   email: string;
@@ -105,3 +175,72 @@ export interface VerificationTokenRecord {
 export type VerificationUseResult =
   | { status: 'ok'; record: VerificationTokenRecord }
   | { status: 'not_found' | 'used' | 'expired' };
+
+export interface VerificationTokenStore {
+  issue(user: UserRecord, purpose: string, ttlSeconds: number): Promise<{ token: string; record: VerificationTokenRecord }>;
+  /** Consumes the token when it belongs to `email` (tokens of other users read as not_found). */
+  use(token: string, email: string): Promise<VerificationUseResult>;
+}
+
+/**
+ * What the store needs of a calibration record; the rest of its content is the decision layer's
+ * (src/decision/calibration.ts).
+ */
+export interface CalibrationRecord {
+  version: string;
+  model_sha256: string;
+  layout: string;
+}
+
+/**
+ * Fitted calibrations, versioned per model and layout (n counting up from 1); the newest is the one
+ * served, and nothing is ever overwritten, so a served version can always be looked up again.
+ */
+export interface CalibrationStore {
+  /** Stores a new version for the record's model and layout; returns the record with its version set. */
+  add<T extends CalibrationRecord>(record: Omit<T, 'version'>): Promise<T>;
+  /** The newest calibration for this model and layout; null when none was fitted. */
+  latest<T extends CalibrationRecord>(modelSha256: string, layout: string): Promise<T | null>;
+}
+
+export interface StoreOptions {
+  /**
+   * Server secret for the stored hashes (ARBITRA_KEY_SECRET); the LMDB backend defaults to the 0600
+   * file in the data dir.
+   */
+  keySecret?: string;
+  /** ARBITRA_IDEMPOTENCY_TTL_SECONDS, default 86400. */
+  idempotencyTtlSeconds?: number;
+  /** ARBITRA_IDEMPOTENCY_MAX, default 2048. */
+  idempotencyMax?: number;
+  /** Active API keys per user (ARBITRA_MAX_KEYS_PER_USER), default DEFAULT_MAX_KEYS_PER_USER. */
+  maxKeysPerUser?: number;
+}
+
+export interface PurgeResult {
+  retained: number;
+  idempotency: number;
+  verificationTokens: number;
+}
+
+/** The state of the service: one module per job, from one backend. */
+export interface Store {
+  /** Where the state lives, for messages: the data dir of the LMDB backend. */
+  readonly location: string;
+  readonly users: UserStore;
+  readonly keys: KeyStore;
+  readonly idempotency: IdempotencyStore;
+  readonly retention: RetentionStore;
+  readonly counters: CounterStore;
+  readonly waitlist: WaitlistStore;
+  readonly traces: TraceStore;
+  readonly verificationTokens: VerificationTokenStore;
+  readonly calibrations: CalibrationStore;
+  /**
+   * Removes retained requests past retention_until, idempotency entries past their TTL and expired
+   * verification tokens, in small transactions. The purge worker calls it off the main thread.
+   */
+  purgeExpired(nowMs?: number): Promise<PurgeResult>;
+  /** Waits for pending writes to become durable, then releases the backend's resources. */
+  close(): Promise<void>;
+}

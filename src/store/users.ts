@@ -2,14 +2,7 @@
 import type { StoreEnv } from './env.js';
 import { iso } from './clock.js';
 import { randomBase62 } from './secret.js';
-import type { UserRecord } from './types.js';
-
-export interface UserStore {
-  /** The user of this email, created when new; name/image are updated when given (null clears). */
-  sync(email: string, profile?: { name?: string | null; image?: string | null }): Promise<UserRecord>;
-  getByEmail(email: string): UserRecord | null;
-  get(id: string): UserRecord | null;
-}
+import type { UserRecord, UserStore } from './types.js';
 
 /** What sibling store modules need on top of the public surface. */
 export interface UserStoreInternal extends UserStore {
@@ -64,8 +57,8 @@ export function createUserStore(env: StoreEnv): UserStoreInternal {
       await env.flushed();
       return user;
     },
-    getByEmail,
-    get: (id) => (users.get(id) as UserRecord | undefined) ?? null,
+    getByEmail: async (email) => getByEmail(email),
+    get: async (id) => (users.get(id) as UserRecord | undefined) ?? null,
     ensureInTxn,
   };
 }

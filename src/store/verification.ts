@@ -5,16 +5,10 @@ import type { StoreEnv } from './env.js';
 import { iso } from './clock.js';
 import { randomBase62, type Hasher } from './secret.js';
 import { normaliseEmail } from './users.js';
-import type { UserRecord, VerificationTokenRecord, VerificationUseResult } from './types.js';
+import type { VerificationTokenRecord, VerificationTokenStore, VerificationUseResult } from './types.js';
 
 const HASH_PURPOSE = 'verification-token';
 const TOKEN_RE = /^avt_[0-9A-Za-z]{43}$/;
-
-export interface VerificationTokenStore {
-  issue(user: UserRecord, purpose: string, ttlSeconds: number): Promise<{ token: string; record: VerificationTokenRecord }>;
-  /** Consumes the token when it belongs to `email` (tokens of other users read as not_found). */
-  use(token: string, email: string): Promise<VerificationUseResult>;
-}
 
 export interface VerificationTokenStoreInternal extends VerificationTokenStore {
   /** Removes tokens that expired before nowMs, at most `limit`; returns how many. */

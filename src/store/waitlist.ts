@@ -2,13 +2,7 @@
 import type { StoreEnv } from './env.js';
 import { iso } from './clock.js';
 import { normaliseEmail } from './users.js';
-import type { WaitlistEntry } from './types.js';
-
-export interface WaitlistStore {
-  upsert(entry: { email: string; company: string | null; use_case: string; consent: boolean }): Promise<WaitlistEntry>;
-  get(email: string): WaitlistEntry | null;
-  count(): number;
-}
+import type { WaitlistEntry, WaitlistStore } from './types.js';
 
 export function createWaitlistStore(env: StoreEnv): WaitlistStore {
   const { waitlist } = env.dbs;
@@ -32,7 +26,7 @@ export function createWaitlistStore(env: StoreEnv): WaitlistStore {
       await env.flushed();
       return entry;
     },
-    get: (email) => (waitlist.get(normaliseEmail(email)) as WaitlistEntry | undefined) ?? null,
-    count: () => waitlist.getKeysCount(),
+    get: async (email) => (waitlist.get(normaliseEmail(email)) as WaitlistEntry | undefined) ?? null,
+    count: async () => waitlist.getKeysCount(),
   };
 }

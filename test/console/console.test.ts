@@ -58,7 +58,7 @@ t.test('key lifecycle over HTTP: sync, create, list, account, usage, revoke', as
   // Three admitted decisions and one refused, as the decision route would do them.
   const key = (await h.store.keys.verify(created.json.key))!;
   const gate = createGate(h.store, h.limits);
-  for (let i = 0; i < 3; i++) (await gate.admit(key)).release();
+  for (let i = 0; i < 3; i++) await (await gate.admit(key)).release();
   await t.rejects(gate.admit(key), { code: 'quota_exceeded' });
 
   const list = await h.call('GET', '/v1/console/api-keys', { headers: me });
@@ -103,7 +103,7 @@ t.test('default limits: the account reports monthly_cap 0, which the OpenAPI doc
   t.teardown(() => h.close());
   const { record } = await h.store.keys.create('solo@x.io');
   const gate = createGate(h.store, h.limits);
-  for (let i = 0; i < 3; i++) (await gate.admit(record)).release();
+  for (let i = 0; i < 3; i++) await (await gate.admit(record)).release();
   const account = await h.call('GET', '/v1/console/account', { headers: h.console('solo@x.io') });
   t.equal(account.status, 200);
   t.match(account.json, { monthly_cap: 0, total_requests: 3, keys: [{ id: record.id, month_requests: 3 }] });

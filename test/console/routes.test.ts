@@ -9,8 +9,8 @@ t.test('waitlist: validation, upsert by email, honeypot, per-IP limit', async (t
   t.equal(ok.json.ok, true);
   t.type(ok.json.message, 'string');
   await h.call('POST', '/v1/waitlist', { body: { email: 'lead@corp.eu', use_case: 'route invoices by type', company: 'Corp' } });
-  t.equal(h.store.waitlist.count(), 1, 'same email updates');
-  t.equal(h.store.waitlist.get('lead@corp.eu')?.company, 'Corp');
+  t.equal(await h.store.waitlist.count(), 1, 'same email updates');
+  t.equal((await h.store.waitlist.get('lead@corp.eu'))?.company, 'Corp');
 
   const bad = await h.call('POST', '/v1/waitlist', { body: { email: 'nope', use_case: 'short' } });
   t.equal(bad.status, 422);
@@ -22,7 +22,7 @@ t.test('waitlist: validation, upsert by email, honeypot, per-IP limit', async (t
   const trap = await h.call('POST', '/v1/waitlist', { body: { email: 'bot@spam.io', use_case: 'buy my stuff now', website: 'http://spam' } });
   t.equal(trap.status, 200, 'honeypot answered as usual');
   t.same(trap.json, ok.json);
-  t.equal(h.store.waitlist.get('bot@spam.io'), null, 'honeypot stores nothing');
+  t.equal(await h.store.waitlist.get('bot@spam.io'), null, 'honeypot stores nothing');
 
   const limited = await h.call('POST', '/v1/waitlist', { body: { email: 'x@y.io', use_case: 'seventh try here' } });
   t.equal(limited.status, 200, 'sixth request within the limit');
@@ -60,7 +60,7 @@ t.test('traces: API key required, single or array, per-item rejections, bounds',
   t.same(many.json.rejected.map((r: { index: number }) => r.index), [2, 3, 4]);
   t.match(many.json.rejected[0].reason, /request_id/);
   t.match(many.json.rejected[1].reason, /observed_at/);
-  const stored = h.store.traces.list(record.id);
+  const stored = await h.store.traces.list(record.id);
   t.equal(stored.length, 3);
   t.equal(stored.find((s) => s.request_id === 'r2')?.observed_at, '2026-01-02T03:04:05.000Z');
   t.same(stored.find((s) => s.request_id === 'r1')?.metadata, { src: 'crm' });

@@ -195,13 +195,13 @@ if (cannotRun) {
     t.equal(ok.status, 200);
     t.equal(ok.json.ok, true);
     t.type(ok.json.message, 'string');
-    t.match(store.waitlist.get('wl@example.com'), { email: 'wl@example.com', company: 'ACME', use_case: good.use_case, consent: true });
-    const count = store.waitlist.count();
+    t.match(await store.waitlist.get('wl@example.com'), { email: 'wl@example.com', company: 'ACME', use_case: good.use_case, consent: true });
+    const count = await store.waitlist.count();
 
     const again = await join({ ...good, use_case: 'Triage insurance claims by risk' });
     t.equal(again.status, 200);
-    t.equal(store.waitlist.count(), count, 'the same email twice is one entry');
-    t.equal(store.waitlist.get('wl@example.com')?.use_case, 'Triage insurance claims by risk', 'the second sign-up updates it');
+    t.equal(await store.waitlist.count(), count, 'the same email twice is one entry');
+    t.equal((await store.waitlist.get('wl@example.com'))?.use_case, 'Triage insurance claims by risk', 'the second sign-up updates it');
 
     const bad: [string, unknown, string, (string | number)[]][] = [
       ['missing email', { use_case: good.use_case }, 'missing', ['body', 'email']],
@@ -217,13 +217,13 @@ if (cannotRun) {
       t.equal(r.json?.detail?.[0]?.type, type, `${name}: type`);
       t.same(r.json?.detail?.[0]?.loc, loc, `${name}: loc`);
     }
-    t.equal(store.waitlist.count(), count, 'no invalid sign-up was stored');
+    t.equal(await store.waitlist.count(), count, 'no invalid sign-up was stored');
 
     const bot = await join({ ...good, email: 'bot@example.com', website: 'http://spam.example' });
     t.equal(bot.status, 200, 'a filled honeypot is answered like a sign-up');
     t.same(bot.json, ok.json, 'with the same body');
-    t.equal(store.waitlist.get('bot@example.com'), null, 'and nothing is stored');
-    t.equal(store.waitlist.count(), count);
+    t.equal(await store.waitlist.get('bot@example.com'), null, 'and nothing is stored');
+    t.equal(await store.waitlist.count(), count);
   });
 
   t.test('traces: accepted and rejected items', async (t) => {
@@ -248,7 +248,7 @@ if (cannotRun) {
     t.match(batch.json.rejected[0].reason, /request_id/);
     t.match(batch.json.rejected[2].reason, /observed_at/);
 
-    const stored = store.traces.list(keyId);
+    const stored = await store.traces.list(keyId);
     t.equal(stored.length, 2, 'the accepted traces are stored for the key');
     t.same(stored.map((s) => [s.request_id, s.question, s.outcome]), [[decision.json.id, '', false], [decision.json.id, 'q', true]]);
     t.same(stored.find((s) => s.question === 'q')?.metadata, { source: 'crm' });
@@ -256,7 +256,7 @@ if (cannotRun) {
     const resent = await send({ request_id: decision.json.id, question: 'q', outcome: false });
     t.same(resent.json, { accepted: 1, rejected: [] });
     t.same(
-      store.traces.list(keyId).map((s) => [s.question, s.outcome]),
+      (await store.traces.list(keyId)).map((s) => [s.question, s.outcome]),
       [['', false], ['q', false]],
       'a re-sent trace for the same question replaces the earlier one',
     );
@@ -279,10 +279,10 @@ if (cannotRun) {
     server = await startServer(dir, { workers: 2, env: MAIN_ENV, dataDir: server.dataDir });
     t.equal((await server.call('/v1/models', { key: created.json.key })).status, 200, 'the key created before the crash works');
     t.equal((await server.call('/v1/models', { key: doomed.json.key })).status, 401, 'the key revoked before the crash stays revoked');
-    t.match(store.waitlist.get('durable@example.com'), { email: 'durable@example.com', use_case: 'Survive a power cut' }, 'the waitlist entry is there');
+    t.match(await store.waitlist.get('durable@example.com'), { email: 'durable@example.com', use_case: 'Survive a power cut' }, 'the waitlist entry is there');
     const reopened = await openStore(server.dataDir);
     t.teardown(() => reopened.close());
-    t.ok(reopened.waitlist.get('durable@example.com'), 'also through a handle opened after the restart');
+    t.ok(await reopened.waitlist.get('durable@example.com'), 'also through a handle opened after the restart');
   });
 
   t.test('per-IP limit on the waitlist: 429 too_many_requests', async (t) => {
@@ -305,7 +305,7 @@ if (cannotRun) {
     }
     const again = await server.call('/v1/waitlist', { body: { email: 'late@example.com', use_case: 'Counting requests per address' }, fresh: true });
     t.equal(again.status, 429, 'on a new connection too');
-    t.equal(store.waitlist.get('late@example.com'), null, 'a refused sign-up is not stored');
+    t.equal(await store.waitlist.get('late@example.com'), null, 'a refused sign-up is not stored');
   });
 
   t.test('per-second limit, billing and a closed console on a second server', async (t) => {

@@ -66,7 +66,7 @@ t.test('1,000 parallel admits against a daily limit of 100 let exactly 100 throu
   // Bounded by the clock before and after the admits, which take seconds on a loaded machine.
   const retryAfter = err.retryAfterSeconds ?? 0;
   t.ok(retryAfter >= toMidnight(ended) - 1 && retryAfter <= toMidnight(started) + 1, `Retry-After ${retryAfter} s is the seconds to midnight UTC`);
-  const rows = store.counters.usageRows([record.id]);
+  const rows = await store.counters.usageRows([record.id]);
   t.same(rows, [{ key_id: record.id, day: utcDay(Date.now()), requests: 100, rate_limited: 900 }]);
 });
 
@@ -81,7 +81,7 @@ t.test('exact across several processes sharing the LMDB file', async (t) => {
   const parsed = outputs.map((o) => JSON.parse(o.trim()) as { ok: number; codes: string[] });
   t.equal(parsed.reduce((n, p) => n + p.ok, 0), 100, 'exactly 100 of 1,000 admitted');
   t.same(new Set(parsed.flatMap((p) => p.codes)), new Set(['quota_exceeded']));
-  t.equal(store.counters.userMonthRequests(record.user_id, utcDay(Date.now()).slice(0, 7)), 100);
+  t.equal(await store.counters.userMonthRequests(record.user_id, utcDay(Date.now()).slice(0, 7)), 100);
 });
 
 t.test('per-second limit answers rate_limited with Retry-After', async (t) => {
@@ -92,12 +92,12 @@ t.test('per-second limit answers rate_limited with Retry-After', async (t) => {
   // Exact window arithmetic at a fixed clock, so a slow machine cannot cross a second boundary.
   const t0 = 1_800_000_000_000;
   for (let i = 0; i < 3; i++) {
-    const r = store.counters.admit(record, limits, t0 + i);
+    const r = await store.counters.admit(record, limits, t0 + i);
     t.ok(r.ok);
-    if (r.ok) store.counters.release(record.id, r.slotId);
+    if (r.ok) await store.counters.release(record.id, r.slotId);
   }
-  t.same(store.counters.admit(record, limits, t0 + 999), { ok: false, reason: 'per_second', retryAfterSeconds: 1 });
-  t.equal(store.counters.admit(record, limits, t0 + 1000).ok, true, 'admitted again in the next second');
+  t.same(await store.counters.admit(record, limits, t0 + 999), { ok: false, reason: 'per_second', retryAfterSeconds: 1 });
+  t.equal((await store.counters.admit(record, limits, t0 + 1000)).ok, true, 'admitted again in the next second');
 
   // Through the gate: a burst of 20 gets at most two windows' worth through, the rest 429 with Retry-After.
   const gate = createGate(store, limits);
@@ -118,10 +118,10 @@ t.test('in-flight limit; release frees the slot; a dead process does not leak it
   const gate = createGate(store, config({ ARBITRA_MAX_IN_FLIGHT: '1' }));
   const a = await gate.admit(record);
   t.equal(await codeOf(gate.admit(record)), 'rate_limited');
-  a.release();
-  a.release(); // a second release must not free someone else's slot
+  await a.release();
+  await a.release(); // a second release must not free someone else's slot
   const b = await gate.admit(record);
-  b.release();
+  await b.release();
 
   const holder = runChild({ HOLD: '1', ARBITRA_MAX_IN_FLIGHT: '1' }, [dir, JSON.stringify(record), '1']);
   t.equal(await holder.firstLine, 'held');
@@ -130,8 +130,8 @@ t.test('in-flight limit; release frees the slot; a dead process does not leak it
   await holder.done;
   const c = await gate.admit(record);
   t.pass('slot of the killed process was reclaimed');
-  c.release();
-  t.equal(store.counters.inFlight(record.id), 0);
+  await c.release();
+  t.equal(await store.counters.inFlight(record.id), 0);
 });
 
 t.test('monthly cap is enforced with quota_exceeded naming the cap', async (t) => {
@@ -139,8 +139,8 @@ t.test('monthly cap is enforced with quota_exceeded naming the cap', async (t) =
   t.teardown(() => store.close());
   const { record } = await store.keys.create('cap@x.io');
   const gate = createGate(store, config({ ARBITRA_MONTHLY_CAP: '2' }));
-  (await gate.admit(record)).release();
-  (await gate.admit(record)).release();
+  await (await gate.admit(record)).release();
+  await (await gate.admit(record)).release();
   const err = (await gate.admit(record).catch((e: unknown) => e)) as ApiError;
   t.equal(err.code, 'quota_exceeded');
   t.match(err.message, /monthly cap of 2/);
@@ -157,13 +157,13 @@ t.test('the self-hosted defaults cap no one: 1,001 decisions in a day pass and a
   const noon = Date.UTC(2026, 0, 15, 12);
   let refused: unknown = null;
   for (let i = 0; i < 1001 && refused === null; i++) {
-    const r = store.counters.admit(record, limits, noon + i * 10);
-    if (r.ok) store.counters.release(record.id, r.slotId);
+    const r = await store.counters.admit(record, limits, noon + i * 10);
+    if (r.ok) await store.counters.release(record.id, r.slotId);
     else refused = r;
   }
   t.equal(refused, null, 'no call refused, past the hosted allowance of 1000');
-  t.equal(store.counters.userMonthRequests(record.user_id, '2026-01'), 1001, 'the month counts every call');
-  t.same(store.counters.usageRows([record.id]), [{ key_id: record.id, day: '2026-01-15', requests: 1001, rate_limited: 0 }]);
+  t.equal(await store.counters.userMonthRequests(record.user_id, '2026-01'), 1001, 'the month counts every call');
+  t.same(await store.counters.usageRows([record.id]), [{ key_id: record.id, day: '2026-01-15', requests: 1001, rate_limited: 0 }]);
 });
 
 t.test('0 turns the daily allowance and the monthly cap off, even over the hosted preset', async (t) => {
@@ -172,7 +172,7 @@ t.test('0 turns the daily allowance and the monthly cap off, even over the hoste
   const { record } = await store.keys.create('zero@x.io');
   const gate = createGate(store, loadLimitsConfig({ ARBITRA_FREE_DAILY_DECISIONS: '0', ARBITRA_MONTHLY_CAP: '0' }, 'hosted'));
   for (let i = 0; i < 3; i++) t.equal(await codeOf(gate.admit(record).then((a) => a.release())), null, `call ${i + 1} admitted`);
-  t.equal(store.counters.userMonthRequests(record.user_id, utcDay(Date.now()).slice(0, 7)), 3);
+  t.equal(await store.counters.userMonthRequests(record.user_id, utcDay(Date.now()).slice(0, 7)), 3);
 });
 
 t.test('billing: 402 with topup/payg urls when the balance cannot cover; meter charges', async (t) => {
@@ -196,9 +196,9 @@ t.test('billing: 402 with topup/payg urls when the balance cannot cover; meter c
   await store.counters.credit(record.user_id, 1_000, 0); // 0.001 EUR
   const adm = await gate.admit(record);
   t.same(await gate.meter(record, { inputTokens: 1234, outputTokens: 2 }), { cost_eur: '0.000617', cost_currency: 'EUR' });
-  adm.release();
-  t.equal(store.counters.balanceMicro(record.user_id, 0), 383);
-  (await gate.admit(record)).release();
+  await adm.release();
+  t.equal(await store.counters.balanceMicro(record.user_id, 0), 383);
+  await (await gate.admit(record)).release();
   await gate.meter(record, { inputTokens: 1000, outputTokens: 1 });
   t.equal(await codeOf(gate.admit(record)), 'payment_required', 'a negative balance blocks the next call');
   t.equal(await createGate(store, config({})).meter(record, { inputTokens: 10, outputTokens: 1 }), null, 'no charge with billing off');
@@ -208,15 +208,10 @@ t.test('IP limiter answers too_many_requests with Retry-After', async (t) => {
   const store = await openStore(t.testdir());
   t.teardown(() => store.close());
   const ip = createIpLimiter(store, config({ ARBITRA_IP_LIMIT_PER_MINUTE: '2' }));
-  ip.check('10.0.0.1');
-  ip.check('10.0.0.1');
-  ip.check('10.0.0.2');
-  let err: unknown;
-  try {
-    ip.check('10.0.0.1');
-  } catch (e) {
-    err = e;
-  }
+  await ip.check('10.0.0.1');
+  await ip.check('10.0.0.1');
+  await ip.check('10.0.0.2');
+  const err = await ip.check('10.0.0.1').catch((e: unknown) => e);
   t.equal((err as ApiError).code, 'too_many_requests');
   const ra = (err as ApiError).retryAfterSeconds ?? 0;
   t.ok(ra >= 1 && ra <= 60);

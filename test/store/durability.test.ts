@@ -28,13 +28,13 @@ t.test('acknowledged writes survive kill -9 right after the acknowledgement', as
 
   t.equal((await store.keys.verify(acked.secret))?.id, acked.id, 'created key verifies after the crash');
   t.equal(await store.keys.verify(acked.doomed), null, 'revocation survived');
-  t.equal(store.waitlist.get('wait@x.io')?.use_case, 'durability check');
+  t.equal((await store.waitlist.get('wait@x.io'))?.use_case, 'durability check');
   t.ok(await store.retention.get(acked.id, 'req_durable'), 'retained record survived');
-  t.equal(store.traces.list(acked.id).length, 1, 'trace survived');
+  t.equal((await store.traces.list(acked.id)).length, 1, 'trace survived');
   await store.close();
 
   const reopened = await openStore(dir);
   t.teardown(() => reopened.close());
   t.equal((await reopened.keys.verify(acked.secret))?.id, acked.id, 'and after reopening the environment');
-  t.equal(reopened.waitlist.get('wait@x.io')?.consent, true);
+  t.equal((await reopened.waitlist.get('wait@x.io'))?.consent, true);
 });

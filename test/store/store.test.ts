@@ -50,7 +50,7 @@ t.test('users: stable id, profile sync, same id after reopen', async (t) => {
   t.equal(u2.name, 'Xavier');
   await store.close();
   store = await openStore(dir);
-  t.equal(store.users.getByEmail('x@y.org')?.id, u1.id);
+  t.equal((await store.users.getByEmail('x@y.org'))?.id, u1.id);
   await store.close();
 });
 
@@ -98,17 +98,17 @@ t.test('waitlist upserts by email; traces keyed per request and question', async
   t.teardown(() => store.close());
   await store.waitlist.upsert({ email: 'W@x.io', company: null, use_case: 'first use case', consent: true });
   await store.waitlist.upsert({ email: 'w@x.io', company: 'Acme', use_case: 'second use case', consent: true });
-  t.equal(store.waitlist.count(), 1);
-  t.equal(store.waitlist.get('w@x.io')?.company, 'Acme');
+  t.equal(await store.waitlist.count(), 1);
+  t.equal((await store.waitlist.get('w@x.io'))?.company, 'Acme');
   const base = { key_id: 'k', observed_at: null, metadata: null, received_at: new Date().toISOString() };
   await store.traces.putMany([
     { ...base, request_id: 'r1', question: 'q', outcome: 'A' },
     { ...base, request_id: 'r1', question: 'q', outcome: 'B' },
     { ...base, request_id: 'r2', question: '', outcome: true },
   ]);
-  t.equal(store.traces.list('k').length, 2);
-  t.equal(store.traces.list('k', { requestId: 'r1' })[0]?.outcome, 'B');
-  t.equal(store.traces.list('other').length, 0);
+  t.equal((await store.traces.list('k')).length, 2);
+  t.equal((await store.traces.list('k', { requestId: 'r1' }))[0]?.outcome, 'B');
+  t.equal((await store.traces.list('other')).length, 0);
 });
 
 t.test('verification tokens: single use, owner only, expiry', async (t) => {

@@ -15,8 +15,7 @@ import type { LimitsConfig } from '../../limits/config.js';
 import type { FormPart } from '../../http/multipart.js';
 import type { HttpRequest, HttpResponse, Route } from '../../http/types.js';
 import type { RequestGate } from '../../limits/types.js';
-import type { CalibrationStore } from '../../store/calibrations.js';
-import type { ApiKeyRecord, IdempotencyStore, KeyStore, RetentionStore } from '../../store/types.js';
+import type { ApiKeyRecord, CalibrationStore, IdempotencyStore, KeyStore, RetentionStore } from '../../store/types.js';
 import { calibrationFrom, type Calibration, type CalibrationRecord } from '../../decision/calibration.js';
 import { LAYOUT_VERSION } from '../../decision/prompt.js';
 
@@ -138,9 +137,9 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
   let applied: Calibration | null = null;
 
   /** The newest fit, read per request so `arbitra calibrate` takes effect without a restart. */
-  function calibrationFor(modelSha256: string): Calibration | null | undefined {
+  async function calibrationFor(modelSha256: string): Promise<Calibration | null | undefined> {
     if (!deps.calibration) return undefined;
-    const record = deps.store.calibrations.latest<CalibrationRecord>(modelSha256, LAYOUT_VERSION);
+    const record = await deps.store.calibrations.latest<CalibrationRecord>(modelSha256, LAYOUT_VERSION);
     if (!record) return null;
     if (applied?.version !== record.version) applied = calibrationFrom(record);
     return applied;
@@ -186,7 +185,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       decision = await decide(request, deps.engine, info, {
         maxPromptTokens,
         longContext,
-        calibration: calibrationFor(info.sha256),
+        calibration: await calibrationFor(info.sha256),
         tenant: key.id,
         signal: watch.signal,
       });
@@ -195,7 +194,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       throw err;
     } finally {
       watch.clear();
-      admission.release();
+      await admission.release();
     }
     const charge = await deps.gate.meter(key, { inputTokens: decision.usage.input_tokens, outputTokens: decision.usage.output_tokens });
     const usage: Usage = charge ? { ...decision.usage, cost_eur: charge.cost_eur, cost_currency: charge.cost_currency } : decision.usage;

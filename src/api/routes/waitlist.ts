@@ -37,7 +37,7 @@ export function waitlistRoutes(deps: { store: Store; limits: LimitsConfig }): Ro
       tag: 'waitlist',
       errorStatuses: [429],
       handler: async (req) => {
-        ipLimit.check(req.ip);
+        await ipLimit.check(req.ip);
         const body = parse(req);
         if (!isValidEmail(body.email.trim())) {
           throw new ValidationFailure([valueError(['body', 'email'], 'value is not a valid email address', body.email)]);
