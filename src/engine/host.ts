@@ -3,10 +3,10 @@
 // socket is (they send their scoring requests there directly), and restarts it when it dies. A
 // worker that cannot reach the socket sends its requests here instead; they are relayed, and counted.
 import { fork, type ChildProcess } from 'node:child_process';
-import type { Worker } from 'node:cluster';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ENGINE_CH, ENGINE_CONFIG_ENV, isEngineMessage, type EngineState, type EngineStatus, type ProcessEngineMessage, type WireError, type WorkerEngineMessage } from './ipc.js';
+import { engineBoard, type EngineBoard } from './board.js';
+import { ENGINE_CONFIG_ENV, type EngineState, type EngineStatus, type ProcessEngineMessage, type WireError } from './ipc.js';
 import type { NativeStats } from './native.js';
 import { removeEngineSocket } from './socket.js';
 import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
@@ -27,11 +27,13 @@ export interface EngineHostOptions {
   onRelayed: () => void;
 }
 
-/** The host is also an engine service for the primary itself (the load-time self-test). */
-export interface EngineHost extends EngineService {
-  /** Resolves with the model facts once the first load succeeded; rejects if it failed. */
+/**
+ * One engine as the primary holds it: a local engine process here, a remote engine node in
+ * remote-host.ts. It is also an engine service for the primary itself (the load-time self-test).
+ */
+export interface EngineHost extends EngineService, Pick<EngineBoard, 'attach'> {
+  /** Resolves with the model facts once the first load (or connection) succeeded; rejects if it failed. */
   ready: Promise<EngineInfo>;
-  attach(worker: Worker): void;
   state(): EngineState;
   restarts(): number;
   /** The engine's counters, null when it cannot answer within a second. */
@@ -46,7 +48,6 @@ interface Relay {
 
 export function startEngineHost(opts: EngineHostOptions): EngineHost {
   const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), 'process-main.js');
-  const workers = new Set<Worker>();
   const relays = new Map<number, Relay>();
   let nextId = 1;
   let child: ChildProcess | null = null;
@@ -66,11 +67,6 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   });
   ready.catch(() => {});
 
-  function statusMessageFor(worker: Worker): void {
-    if (!worker.isConnected()) return;
-    worker.send({ ch: ENGINE_CH, type: 'status', ...state(), info, socket: status === 'ready' ? socket : undefined, message: statusMessage } satisfies WorkerEngineMessage);
-  }
-
   function state(): EngineState {
     return { engine: opts.id, device: opts.device, status };
   }
@@ -78,7 +74,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   function setStatus(next: EngineStatus, message?: string): void {
     status = next;
     statusMessage = message;
-    for (const w of workers) statusMessageFor(w);
+    board.publish();
   }
 
   function failRelays(error: WireError): void {
@@ -170,6 +166,32 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     });
   }
 
+  function scoreText(payload: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
+    return new Promise<TextScoreResult>((resolve, reject) => {
+      if (signal?.aborted) return reject(cancelledError());
+      const id = nextId++;
+      const onAbort = (): void => cancel(id);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      request(
+        { type: 'request', id, op: 'score', payload },
+        {
+          reply: (msg) => {
+            signal?.removeEventListener('abort', onAbort);
+            if (msg.ok) resolve(msg.result as TextScoreResult);
+            else reject(new EngineError(msg.error.code, msg.error.message, msg.error.details ?? {}));
+          },
+        },
+      );
+    });
+  }
+
+  const board = engineBoard({
+    state,
+    details: () => ({ info, socket, message: statusMessage }),
+    scoreText,
+    onRelayed: opts.onRelayed,
+  });
+
   spawn();
 
   return {
@@ -178,53 +200,8 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     restarts: () => restarts,
     stats,
     info: () => ready,
-    scoreText: (payload: TextScoreRequest, signal?: AbortSignal) =>
-      new Promise<TextScoreResult>((resolve, reject) => {
-        if (signal?.aborted) return reject(cancelledError());
-        const id = nextId++;
-        const onAbort = (): void => cancel(id);
-        signal?.addEventListener('abort', onAbort, { once: true });
-        request(
-          { type: 'request', id, op: 'score', payload },
-          {
-            reply: (msg) => {
-              signal?.removeEventListener('abort', onAbort);
-              if (msg.ok) resolve(msg.result as TextScoreResult);
-              else reject(new EngineError(msg.error.code, msg.error.message, msg.error.details ?? {}));
-            },
-          },
-        );
-      }),
-    attach(worker) {
-      workers.add(worker);
-      // This worker's requests in the engine: its ids to ours, so its cancels (and its death) reach them.
-      const outstanding = new Map<number, number>();
-      worker.on('exit', () => {
-        workers.delete(worker);
-        for (const id of outstanding.values()) cancel(id);
-      });
-      worker.on('message', (msg: unknown) => {
-        if (!isEngineMessage(msg)) return;
-        if (msg.type === 'subscribe') return statusMessageFor(worker);
-        if ((msg.type !== 'cancel' && msg.type !== 'request') || msg.engine !== opts.id) return;
-        if (msg.type === 'cancel') {
-          const id = outstanding.get(msg.id);
-          if (id !== undefined) cancel(id);
-          return;
-        }
-        const workerId = msg.id;
-        const id = nextId++;
-        outstanding.set(workerId, id);
-        // Counted when it reaches the engine: a refusal while the engine is down says nothing about the path.
-        if (child?.connected && status === 'ready') opts.onRelayed();
-        request({ type: 'request', id, op: 'score', payload: msg.payload }, {
-          reply: (res) => {
-            outstanding.delete(workerId);
-            if (worker.isConnected()) worker.send({ ...res, ch: ENGINE_CH, id: workerId } satisfies WorkerEngineMessage);
-          },
-        });
-      });
-    },
+    scoreText,
+    attach: board.attach,
     async stop(drained) {
       stopping = true;
       await drained;
