@@ -2,19 +2,27 @@
 // socket, so the cluster primary is out of every request's path (it still spawns and restarts the
 // engine and tells the workers where the socket is). One connection per worker; ids are the
 // connection's own. A connection that closes takes its jobs with it: the worker died, or the
-// engine did and the worker fails what it was waiting for.
+// engine did and the worker fails what it was waiting for. The same frames serve a remote engine
+// over TCP (tcp.ts), after a handshake.
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { wireError, type WireError } from './ipc.js';
+import type { NativeStats } from './native.js';
 import { cancelledError, EngineError, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 import { encodeFrame, FrameDecoder, packRows, unpackRows } from './wire.js';
 
-type ToEngine = { t: 'score'; id: number; request: TextScoreRequest } | { t: 'cancel'; id: number };
+type ToEngine = { t: 'score'; id: number; request: TextScoreRequest } | { t: 'cancel'; id: number } | { t: 'stats'; id: number };
 type FromEngine =
   | ({ t: 'result'; id: number; lengths: number[] } & Omit<TextScoreResult, 'branches'>)
+  | { t: 'stats'; id: number; stats: NativeStats }
   | { t: 'error'; id: number; error: WireError };
+
+/** What a socket serves: scoring, and the counters when the engine has them (a remote engine's metrics). */
+export interface ServedEngine extends Pick<EngineService, 'scoreText'> {
+  stats?(): NativeStats;
+}
 
 export interface EngineSocketServer {
   path: string;
@@ -27,7 +35,7 @@ const DIR_PREFIX = 'arbitra-engine-';
  * Listens in a fresh directory of its own (mode 0700, the socket 0600): only this user reaches it.
  * The engine's pid in the directory's name says whose it is.
  */
-export async function serveEngineSocket(engine: Pick<EngineService, 'scoreText'>, log: (line: string) => void): Promise<EngineSocketServer> {
+export async function serveEngineSocket(engine: ServedEngine, log: (line: string) => void): Promise<EngineSocketServer> {
   await removeOrphans();
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), `${DIR_PREFIX}${process.pid}-`)), 'engine.sock');
   const server = net.createServer((conn) => serveConnection(conn, engine, log));
@@ -102,7 +110,8 @@ function answers(file: string): Promise<boolean> {
   });
 }
 
-function serveConnection(conn: net.Socket, engine: Pick<EngineService, 'scoreText'>, log: (line: string) => void): void {
+/** Serves scoring frames on a connection (a TCP one once its handshake is done). */
+export function serveConnection(conn: net.Socket, engine: ServedEngine, log: (line: string) => void): void {
   const decoder = new FrameDecoder();
   const jobs = new Map<number, AbortController>();
   const answer = (id: number, outcome: { result: TextScoreResult } | { error: unknown }): void => {
@@ -136,6 +145,11 @@ function serveConnection(conn: net.Socket, engine: Pick<EngineService, 'scoreTex
       if (!Number.isInteger(msg?.id)) return refuse('a message without an id');
       if (msg.t === 'cancel') {
         jobs.get(msg.id)?.abort();
+      } else if (msg.t === 'stats') {
+        const frame = engine.stats
+          ? encodeFrame({ t: 'stats', id: msg.id, stats: engine.stats() } satisfies FromEngine)
+          : encodeFrame({ t: 'error', id: msg.id, error: { code: 'invalid_request', message: 'this engine socket has no counters' } } satisfies FromEngine);
+        conn.write(frame);
       } else if (msg.t === 'score' && !jobs.has(msg.id)) {
         const aborter = new AbortController();
         jobs.set(msg.id, aborter);
@@ -161,7 +175,10 @@ function serveConnection(conn: net.Socket, engine: Pick<EngineService, 'scoreTex
 export interface EngineSocket {
   /** Rejects with `unavailable` when the connection closes first; throws a FrameError at once when the request is too large for a frame. */
   score(request: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult>;
+  stats(): Promise<NativeStats>;
   readonly closed: boolean;
+  /** Resolves when the connection has closed, from either end. */
+  readonly done: Promise<void>;
   close(): void;
 }
 
@@ -176,11 +193,16 @@ export function connectEngineSocket(file: string): Promise<EngineSocket> {
   });
 }
 
-function engineSocket(conn: net.Socket): EngineSocket {
+/** The client end of a connection (a TCP one once its handshake is done). */
+export function engineSocket(conn: net.Socket): EngineSocket {
   const decoder = new FrameDecoder();
-  const waiting = new Map<number, { resolve: (r: TextScoreResult) => void; reject: (e: Error) => void }>();
+  /** Each waiter reads its own kind of answer from the frame; a throw there means the stream is unusable. */
+  const waiting = new Map<number, { take: (msg: FromEngine, payload: Buffer) => void; reject: (e: Error) => void }>();
   let nextId = 1;
   let closed = false;
+  let resolveDone: () => void = () => {};
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  const stopped = (): EngineError => new EngineError('unavailable', 'the engine process stopped while answering; retry shortly');
 
   conn.on('data', (chunk: Buffer) => {
     let frames;
@@ -200,8 +222,7 @@ function engineSocket(conn: net.Socket): EngineSocket {
         continue;
       }
       try {
-        const { t: _t, id: _id, lengths, ...rest } = msg;
-        w.resolve({ branches: unpackRows(lengths, payload), ...rest });
+        w.take(msg, payload);
       } catch (err) {
         w.reject(err as Error);
         return conn.destroy();
@@ -211,45 +232,67 @@ function engineSocket(conn: net.Socket): EngineSocket {
   conn.on('error', () => {});
   conn.on('close', () => {
     closed = true;
-    const stopped = new EngineError('unavailable', 'the engine process stopped while answering; retry shortly');
-    for (const w of waiting.values()) w.reject(stopped);
+    for (const w of waiting.values()) w.reject(stopped());
     waiting.clear();
+    resolveDone();
   });
 
   const send = (msg: ToEngine): void => {
     if (!closed) conn.write(encodeFrame(msg));
   };
 
+  /** Sends `frame` (id `id`) and resolves with what `read` makes of the answer. */
+  function ask<T>(id: number, frame: Buffer, read: (msg: FromEngine, payload: Buffer) => T, signal?: AbortSignal): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (closed) return reject(stopped());
+      if (signal?.aborted) return reject(cancelledError());
+      // Work nobody waits for any more is dropped in the engine.
+      const onAbort = (): void => {
+        waiting.delete(id);
+        reject(cancelledError());
+        send({ t: 'cancel', id });
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const settle = (): void => signal?.removeEventListener('abort', onAbort);
+      waiting.set(id, {
+        take: (msg, payload) => {
+          settle();
+          resolve(read(msg, payload));
+        },
+        reject: (e) => {
+          settle();
+          reject(e);
+        },
+      });
+      conn.write(frame);
+    });
+  }
+
   return {
     get closed() {
       return closed;
     },
+    done,
     close: () => conn.destroy(),
     score(request, signal) {
       const id = nextId++;
       const frame = encodeFrame({ t: 'score', id, request } satisfies ToEngine);
-      return new Promise<TextScoreResult>((resolve, reject) => {
-        if (closed) return reject(new EngineError('unavailable', 'the engine process stopped while answering; retry shortly'));
-        if (signal?.aborted) return reject(cancelledError());
-        // Work nobody waits for any more is dropped in the engine.
-        const onAbort = (): void => {
-          waiting.delete(id);
-          reject(cancelledError());
-          send({ t: 'cancel', id });
-        };
-        signal?.addEventListener('abort', onAbort, { once: true });
-        const settle = (): void => signal?.removeEventListener('abort', onAbort);
-        waiting.set(id, {
-          resolve: (r) => {
-            settle();
-            resolve(r);
-          },
-          reject: (e) => {
-            settle();
-            reject(e);
-          },
-        });
-        conn.write(frame);
+      return ask(
+        id,
+        frame,
+        (msg, payload) => {
+          if (msg.t !== 'result') throw new Error(`the engine answered a score with ${msg.t}`);
+          const { t: _t, id: _id, lengths, ...rest } = msg;
+          return { branches: unpackRows(lengths, payload), ...rest };
+        },
+        signal,
+      );
+    },
+    stats() {
+      const id = nextId++;
+      return ask(id, encodeFrame({ t: 'stats', id } satisfies ToEngine), (msg) => {
+        if (msg.t !== 'stats') throw new Error(`the engine answered a stats request with ${msg.t}`);
+        return msg.stats;
       });
     },
   };
