@@ -2,6 +2,8 @@
 // invalid value is a ConfigError with a one-line message naming the flag or variable.
 import os from 'node:os';
 import path from 'node:path';
+import { MIN_SECRET_LENGTH } from './engine/handshake.js';
+import { formatEngineAddress } from './engine/tcp.js';
 import type { EngineOptions } from './engine/types.js';
 import type { HttpImplementation } from './http/types.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
@@ -27,6 +29,16 @@ export interface Config {
   workers: number;
   /** `--gpus`: one engine per listed device; null: one engine given every device the build sees. */
   gpus: number[] | null;
+  /** `--engines`: remote engines (`arbitra engine --listen`) instead of a local one; null: local. */
+  engines: string[] | null;
+  /** `arbitra engine --listen HOST:PORT`. */
+  listen: { host: string; port: number } | null;
+  /** ARBITRA_ENGINE_SECRET: proves API nodes and remote engines to each other. */
+  engineSecret: string | undefined;
+  /** Certificate and key files of a remote engine that serves TLS. */
+  engineTls: { cert: string; key: string } | null;
+  /** ARBITRA_ENGINE_CA: a certificate authority API nodes trust for tls:// engines, besides the system's. */
+  engineCa: string | undefined;
   /** Operator secret of the console routes; undefined leaves them closed (503). */
   consoleToken: string | undefined;
   maxBodyBytes: number;
@@ -71,6 +83,10 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--long-sequences', env: 'ARBITRA_LONG_SEQUENCES', help: 'sequences of the long lane (default 2)' },
   { flag: '--threads', env: 'ARBITRA_THREADS', help: 'engine CPU threads' },
   { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
+  { flag: '--engines', env: 'ARBITRA_ENGINES', help: 'remote engines instead of a local one: host:port (or tls://host:port) of each `arbitra engine --listen`, comma-separated; needs ARBITRA_ENGINE_SECRET' },
+  { flag: '--listen', env: 'ARBITRA_ENGINE_LISTEN', help: 'arbitra engine: host:port to serve the model on to API nodes; needs ARBITRA_ENGINE_SECRET' },
+  { flag: '--tls-cert', env: 'ARBITRA_ENGINE_TLS_CERT', help: 'arbitra engine: PEM certificate file; with --tls-key the engine serves TLS (API nodes then name it tls://host:port)' },
+  { flag: '--tls-key', env: 'ARBITRA_ENGINE_TLS_KEY', help: 'arbitra engine: PEM private key file of --tls-cert' },
   { flag: '--gpus', env: 'ARBITRA_GPUS', help: 'one engine (one model copy) per listed GPU, e.g. 0,1; requests go to the least busy, a state asked again to the one that cached it (default: one engine on every GPU the build sees)' },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
@@ -86,6 +102,8 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
   { env: 'ARBITRA_CALIBRATION', help: 'on: apply the newest calibration fitted by `arbitra calibrate` (default off)' },
   { env: 'ARBITRA_SELF_TEST', help: 'off: skip the obvious-questions check after the model loads (default on)' },
+  { env: 'ARBITRA_ENGINE_SECRET', help: `shared by API nodes and remote engines (at least ${MIN_SECRET_LENGTH} characters); never sent, each side proves it by HMAC` },
+  { env: 'ARBITRA_ENGINE_CA', help: 'PEM file of a certificate authority to trust for tls:// engines, besides the system\'s' },
   { env: 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', help: 'idempotency entry lifetime (default 86400)' },
   { env: 'ARBITRA_IDEMPOTENCY_MAX', help: 'idempotency entries kept per key (default 2048)' },
 ];
@@ -164,6 +182,17 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const workers = int('--workers', 0, 1024) ?? os.availableParallelism();
   const gpus = gpuList(raw('--gpus'));
   if (gpus && workers === 0) throw new ConfigError('--gpus starts one engine process per GPU, which needs --workers 1 or more');
+  const engines = engineList(raw('--engines'));
+  if (engines && gpus) throw new ConfigError('--gpus starts local engines and --engines uses remote ones: give one of them');
+  if (engines && workers === 0) throw new ConfigError('--engines needs --workers 1 or more: the single-process mode holds its engine in-process');
+  const listenRaw = raw('--listen');
+  const listen = listenRaw ? hostPort(listenRaw.value, listenRaw.source) : null;
+  const engineSecret = env.ARBITRA_ENGINE_SECRET || undefined;
+  if ((engines || listen) && !engineSecret) throw new ConfigError(`${engines ? '--engines' : '--listen'} needs ARBITRA_ENGINE_SECRET, the same on every API node and engine`);
+  if (engineSecret !== undefined && engineSecret.length < MIN_SECRET_LENGTH) throw new ConfigError(`ARBITRA_ENGINE_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  const tlsCert = raw('--tls-cert')?.value;
+  const tlsKey = raw('--tls-key')?.value;
+  if (Boolean(tlsCert) !== Boolean(tlsKey)) throw new ConfigError('--tls-cert and --tls-key go together');
 
   let limits: LimitsConfig;
   let calibration: boolean;
@@ -194,6 +223,11 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     modelEntry,
     workers,
     gpus,
+    engines,
+    listen,
+    engineSecret,
+    engineTls: tlsCert && tlsKey ? { cert: path.resolve(tlsCert), key: path.resolve(tlsKey) } : null,
+    engineCa: env.ARBITRA_ENGINE_CA ? path.resolve(env.ARBITRA_ENGINE_CA) : undefined,
     consoleToken: consoleToken || undefined,
     maxBodyBytes: int('--max-body-bytes', 1, 1 << 30) ?? DEFAULT_MAX_BODY_BYTES,
     modelAliases: parseAliases(env.ARBITRA_MODEL_ALIASES),
@@ -250,4 +284,23 @@ function gpuList(r: { value: string; source: string } | undefined): number[] | n
   const devices = items.map(Number);
   if (new Set(devices).size !== devices.length) throw new ConfigError(`${r.source} names a GPU twice: ${JSON.stringify(r.value)}`);
   return devices;
+}
+
+/** "host:port", "[v6]:port": a port from 1 to 65535 on a named host. */
+function hostPort(text: string, source: string): { host: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:\s,]+):(\d{1,5})$/.exec(text.trim());
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new ConfigError(`${source} must be host:port, got ${JSON.stringify(text)}`);
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+/** "a:1,tls://b:2" → ["tcp://a:1", "tls://b:2"]: each engine's address as the workers are told it. */
+function engineList(r: { value: string; source: string } | undefined): string[] | null {
+  if (!r) return null;
+  const addresses = r.value.split(',').map((item) => {
+    const m = /^(tcp|tls):\/\/(.*)$/.exec(item.trim());
+    const { host, port } = hostPort(m ? m[2]! : item, r.source);
+    return formatEngineAddress(host, port, m?.[1] === 'tls');
+  });
+  if (new Set(addresses).size !== addresses.length) throw new ConfigError(`${r.source} names an engine twice: ${JSON.stringify(r.value)}`);
+  return addresses;
 }

@@ -27,6 +27,9 @@ export function helpText(): string {
 
 Usage:
   arbitra serve [options]                       serve the HTTP API
+  arbitra engine --listen HOST:PORT [options]   serve the model to API nodes elsewhere
+                                                (arbitra serve --engines HOST:PORT,...); takes
+                                                the engine options below and ARBITRA_ENGINE_SECRET
   arbitra keys create --email E [--name N]      create an API key for user E (creating the user);
                                                 prints the secret once, on stdout
   arbitra keys list --email E                   list user E's keys (never the secrets)
@@ -55,6 +58,7 @@ ${envs}
 
 async function serve(argv: string[]): Promise<void> {
   const config = loadConfig(argv, process.env);
+  if (config.listen) throw new UsageError('--listen is an option of arbitra engine, not of serve');
   // Loaded on demand so the key commands never load the engine or the native HTTP module.
   if (cluster.isWorker) return (await import('../cluster/worker.js')).runWorker(config, log);
   const running =
@@ -62,6 +66,17 @@ async function serve(argv: string[]): Promise<void> {
       ? await (await import('../cluster/single.js')).runSingle(config, log)
       : await (await import('../cluster/primary.js')).runPrimary(config, log);
   log(limitsLine(config.limits));
+  stopOnSignals(running);
+}
+
+async function engine(argv: string[]): Promise<void> {
+  const config = loadConfig(argv, process.env);
+  if (config.engines || config.gpus) throw new UsageError('arbitra engine serves one model copy: --engines and --gpus are options of serve (set CUDA_VISIBLE_DEVICES to pick the GPU)');
+  stopOnSignals(await (await import('../cluster/engine-node.js')).runEngineNode(config, log));
+}
+
+/** SIGTERM and Ctrl-C stop what runs, once; a failed stop exits non-zero. */
+function stopOnSignals(running: { stop(): Promise<void> }): void {
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
@@ -149,6 +164,7 @@ export async function main(argv: string[]): Promise<number> {
       return command === undefined ? 2 : 0;
     }
     if (command === 'serve') await serve(rest);
+    else if (command === 'engine') await engine(rest);
     else if (command === 'keys') await keys(rest);
     else if (command === 'calibrate') await calibrateCommand(rest);
     else if (command === 'models') await modelsCommand(rest, (text) => process.stdout.write(text), log);
@@ -173,5 +189,5 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 const code = await main(process.argv.slice(2));
-// serve keeps running on its handles; everything else ends here.
-if (code !== 0 || process.argv[2] !== 'serve') process.exit(code);
+// serve and engine keep running on their handles; everything else ends here.
+if (code !== 0 || (process.argv[2] !== 'serve' && process.argv[2] !== 'engine')) process.exit(code);

@@ -3,7 +3,8 @@
 // down on SIGTERM/SIGINT. It serves no HTTP itself.
 import cluster, { type Worker } from 'node:cluster';
 import { storeOptions, type Config } from '../config.js';
-import { startEngineHost, type EngineHost } from '../engine/host.js';
+import type { EngineHost } from '../engine/host.js';
+import { startEngines } from './engines.js';
 import { serveClusterMetrics } from '../metrics/cluster.js';
 import { registerEngineMetrics } from '../metrics/engine.js';
 import { startPurgeScheduler } from '../workers/purge.js';
@@ -26,14 +27,14 @@ export interface PrimaryHandle {
 export async function runPrimary(config: Config, log: (line: string) => void): Promise<PrimaryHandle> {
   checkDataDir(config.dataDir);
   const port = await probePort(config.host, config.port);
-  const modelPath = await resolveModel(config, log);
-  const modelId = createModelCatalog(modelPath, config.modelAliases).id;
+  // Remote engines hold the model; this node only names it.
+  const modelPath = config.engines ? null : await resolveModel(config, log);
+  const modelId = createModelCatalog(modelPath ?? config.model, config.modelAliases).id;
 
   let hosts: EngineHost[] = [];
   const engineMetrics = registerEngineMetrics(() => hosts);
-  hosts = (config.gpus ?? [null]).map((device, id) =>
-    startEngineHost({ id, device, modelPath, engine: config.engine, log, onRelayed: () => engineMetrics.relayed(id) }),
-  );
+  const engines = startEngines(config, { id: modelId, path: modelPath }, log, engineMetrics.relayed);
+  hosts = engines.hosts;
   // One purge schedule for the whole data dir, off the event loop in a piscina thread.
   const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, {
     storeOptions: storeOptions(config),
@@ -112,6 +113,13 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
 
   for (let i = 0; i < config.workers; i++) fork();
   try {
+    if (!engines.local) {
+      // Remote engines come and go on their own; /health says 503 until one is connected.
+      await allListening;
+      started = true;
+      log(startupLine({ host: config.host, port, model: modelId, backend: 'remote', workers: config.workers, http: implementation, engines: hosts.length }));
+      return { port, stop };
+    }
     const [infos] = await Promise.all([Promise.all(hosts.map((host) => host.ready)), allListening]);
     const info = infos[0]!;
     started = true;

@@ -2,6 +2,7 @@
 import { createApp, createAppDeps } from '../app.js';
 import { storeOptions, type Config } from '../config.js';
 import { connectEngine } from '../engine/client.js';
+import { engineClientOptions } from './engines.js';
 import { startHttpServer } from '../http/server.js';
 import { workerMetrics } from '../metrics/cluster.js';
 import { openStore } from '../store/index.js';
@@ -13,7 +14,7 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
   };
   try {
     const port = Number(process.env[CLUSTER_PORT_ENV] ?? config.port);
-    const engine = connectEngine(config.gpus?.length ?? 1, log);
+    const engine = connectEngine(engineClientOptions(config), log);
     const store = await openStore(config.dataDir, storeOptions(config));
     let implementation: 'uws' | 'node' = 'node';
     const deps = createAppDeps(config, {

@@ -7,6 +7,7 @@
 import { ENGINE_CH, isEngineMessage, serviceStatus, type EngineState, type WorkerEngineMessage } from './ipc.js';
 import { placeRequest } from './placement.js';
 import { connectEngineSocket, type EngineSocket } from './socket.js';
+import { connectEngineTcp, parseEngineAddress } from './tcp.js';
 import { cancelledError, EngineError, type EngineInfo, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 import { FrameError } from './wire.js';
 
@@ -25,16 +26,29 @@ interface Link extends EngineState {
   load: number;
 }
 
-/** `count` engines, as the primary started them: their states arrive in its broadcasts. */
-export function connectEngine(count: number, log: (line: string) => void): EngineClient {
+export interface EngineClientOptions {
+  /** Engines of the service, as the primary started or watches them: their states arrive in its broadcasts. */
+  count: number;
+  /** ARBITRA_ENGINE_SECRET, for remote engines. */
+  secret?: string;
+  /** A private certificate authority for tls:// engines. */
+  ca?: Buffer;
+}
+
+export function connectEngine(opts: EngineClientOptions, log: (line: string) => void): EngineClient {
   if (!process.send) throw new Error('connectEngine() needs an IPC channel to the cluster primary');
-  const links: Link[] = Array.from({ length: count }, (_, engine) => ({ engine, device: null, status: 'loading', direct: null, load: 0 }));
+  const links: Link[] = Array.from({ length: opts.count }, (_, engine) => ({ engine, device: null, status: 'loading', direct: null, load: 0 }));
   let nextId = 1;
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
-  function open(link: Link, file: string): Promise<EngineSocket | null> {
-    return connectEngineSocket(file).catch((err: Error) => {
-      log(`engine ${link.engine} socket ${file} unreachable (${err.message}); its scoring requests go through the primary`);
+  function open(link: Link, address: string): Promise<EngineSocket | null> {
+    const where = parseEngineAddress(address);
+    const connecting =
+      'path' in where
+        ? connectEngineSocket(where.path)
+        : connectEngineTcp({ host: where.host, port: where.port, secret: opts.secret ?? '', tls: where.tls ? { ca: opts.ca } : undefined }).then((r) => r.socket);
+    return connecting.catch((err: Error) => {
+      log(`engine ${link.engine} socket ${address} unreachable (${err.message}); its scoring requests go through the primary`);
       return null;
     });
   }

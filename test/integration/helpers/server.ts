@@ -69,6 +69,8 @@ export interface StartOptions {
   consoleToken?: string | null;
   /** Reuse a data dir (restart after a crash); default a fresh one under `dir`. */
   dataDir?: string;
+  /** More flags after the defaults (a later flag wins). */
+  args?: string[];
 }
 
 function cleanEnv(): NodeJS.ProcessEnv {
@@ -103,7 +105,7 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
   const env: NodeJS.ProcessEnv = { ...cleanEnv(), ...(opts.env ?? {}) };
   if (opts.consoleToken !== null) env.ARBITRA_CONSOLE_TOKEN = opts.consoleToken ?? CONSOLE_TOKEN;
   const workers = opts.workers ?? 2;
-  const child = spawn(process.execPath, [CLI, 'serve', '--model', MODEL_FILE, '--data-dir', dataDir, '--port', String(port), '--workers', String(workers)], {
+  const child = spawn(process.execPath, [CLI, 'serve', '--model', MODEL_FILE, '--data-dir', dataDir, '--port', String(port), '--workers', String(workers), ...(opts.args ?? [])], {
     env,
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
@@ -188,6 +190,48 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
     },
   };
   return server;
+}
+
+export interface EngineNode {
+  /** tcp://127.0.0.1:PORT (tls:// with a certificate) */
+  address: string;
+  port: number;
+  pid: number;
+  log(): string;
+  kill9(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * `arbitra engine --listen 127.0.0.1:PORT` with the test model, small caches and one thread (API
+ * nodes elsewhere reach it with `--engines`). `env` carries ARBITRA_ENGINE_SECRET and the rest.
+ */
+export async function startEngineNode(env: Record<string, string>, opts: { port?: number; args?: string[] } = {}): Promise<EngineNode> {
+  const port = opts.port ?? (await freePort());
+  const args = ['engine', '--listen', `127.0.0.1:${port}`, '--model', MODEL_FILE, '--threads', '1', '--ctx-size', '1024', '--max-sequences', '8', '--long-ctx-size', '0', ...(opts.args ?? [])];
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...cleanEnv(), ARBITRA_SELF_TEST: 'off', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no engine listening line within 120 s:\n${log}`)), 120_000);
+    child.stderr!.on('data', (c: Buffer) => {
+      log += c;
+      const m = /^arbitra engine listening on (\S+)/m.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`arbitra engine exited (${signal ?? code}) before listening:\n${log}`));
+    });
+  });
+  child.stderr!.resume();
+  const stopWith = async (signal: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited(child);
+  };
+  return { address, port, pid: child.pid!, log: () => log, kill9: () => stopWith('SIGKILL'), stop: () => stopWith('SIGTERM') };
 }
 
 /** Resolves just after the next whole second, so per-second windows start fresh. */

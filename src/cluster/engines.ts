@@ -1,0 +1,66 @@
+// Where `arbitra serve` gets its engines: local engine processes it forks (one, or one per GPU with
+// --gpus), or remote engine nodes it connects to (--engines). The one place that tells the two apart;
+// the primary, the workers and placement see a list of engines either way.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import type { EngineClientOptions } from '../engine/client.js';
+import { startEngineHost, type EngineHost } from '../engine/host.js';
+import { watchRemoteEngine } from '../engine/remote-host.js';
+import type { EngineInfo } from '../engine/types.js';
+import { StartupError } from './preflight.js';
+
+export function engineCount(config: Config): number {
+  return config.engines?.length ?? config.gpus?.length ?? 1;
+}
+
+/** The certificate authority file named by ARBITRA_ENGINE_CA, read once. */
+function readCa(config: Config): Buffer | undefined {
+  if (!config.engineCa) return undefined;
+  try {
+    return fs.readFileSync(config.engineCa);
+  } catch (err) {
+    throw new StartupError(`ARBITRA_ENGINE_CA ${config.engineCa} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
+export function engineClientOptions(config: Config): EngineClientOptions {
+  return { count: engineCount(config), secret: config.engineSecret, ca: readCa(config) };
+}
+
+export interface EngineSet {
+  hosts: EngineHost[];
+  /** True for engines this node forks: their load is part of start-up. */
+  local: boolean;
+}
+
+/**
+ * Local engines need the model file (`modelPath`); remote ones need only the served model's id,
+ * which every engine's facts must match, and all of them must load the very same file: the answer
+ * may not depend on which engine gave it.
+ */
+export function startEngines(
+  config: Config,
+  model: { id: string; path: string | null },
+  log: (line: string) => void,
+  onRelayed: (engine: number) => void,
+): EngineSet {
+  if (!config.engines) {
+    const modelPath = model.path!;
+    const hosts = (config.gpus ?? [null]).map((device, id) => startEngineHost({ id, device, modelPath, engine: config.engine, log, onRelayed: () => onRelayed(id) }));
+    return { hosts, local: true };
+  }
+  const ca = readCa(config);
+  let pinned: string | null = null;
+  const accept = (info: EngineInfo): string | null => {
+    const served = path.basename(info.path).replace(/\.gguf$/i, '').toLowerCase();
+    if (served !== model.id) return `it serves the model ${served}, this node serves ${model.id}`;
+    pinned ??= info.sha256;
+    if (info.sha256 !== pinned) return `its ${served} file (sha256 ${info.sha256.slice(0, 12)}…) differs from the other engines' (${pinned.slice(0, 12)}…)`;
+    return null;
+  };
+  const hosts = config.engines.map((address, id) =>
+    watchRemoteEngine({ id, address, secret: config.engineSecret!, ca, accept, log, onRelayed: () => onRelayed(id) }),
+  );
+  return { hosts, local: false };
+}
