@@ -3,7 +3,7 @@
 // down on SIGTERM/SIGINT. It serves no HTTP itself.
 import cluster, { type Worker } from 'node:cluster';
 import { storeOptions, type Config } from '../config.js';
-import type { EngineHost } from '../engine/host.js';
+import type { EngineHost } from '../engine/board.js';
 import { startEngines } from './engines.js';
 import { serveClusterMetrics } from '../metrics/cluster.js';
 import { registerEngineMetrics } from '../metrics/engine.js';

@@ -4,6 +4,7 @@
 // themselves. A worker's relayed requests are cancelled when it asks, or when it dies.
 import type { Worker } from 'node:cluster';
 import { ENGINE_CH, isEngineMessage, wireError, type EngineState, type WorkerEngineMessage } from './ipc.js';
+import type { NativeStats } from './native.js';
 import type { EngineInfo, EngineService } from './types.js';
 
 export interface BoardSource {
@@ -63,5 +64,38 @@ export function engineBoard(source: BoardSource): EngineBoard {
         );
       });
     },
+  };
+}
+
+/**
+ * One engine as the primary holds it: a local engine process (host.ts) or a remote engine node
+ * (remote-host.ts). It is also an engine service for the primary itself (the load-time self-test).
+ */
+export interface EngineHost extends EngineService, Pick<EngineBoard, 'attach'> {
+  /** Resolves with the model facts once the first load (or connection) succeeded; rejects if it failed. */
+  ready: Promise<EngineInfo>;
+  state(): EngineState;
+  restarts(): number;
+  /** The engine's counters, null when it cannot answer within a second. */
+  stats(): Promise<NativeStats | null>;
+  /** Stops restarting (or reconnecting to) the engine at once, then lets it go once `drained` settles (the workers' in-flight requests). */
+  stop(drained?: Promise<unknown>): Promise<void>;
+  /** Tells every worker the current status (after the host changed it). */
+  publish(): void;
+}
+
+/** A host from what only it knows; the board and the engine-service face are the same for every kind. */
+export function engineHost(parts: BoardSource & Pick<EngineHost, 'ready' | 'restarts' | 'stats' | 'stop'>): EngineHost {
+  const board = engineBoard(parts);
+  return {
+    ready: parts.ready,
+    state: parts.state,
+    restarts: parts.restarts,
+    stats: parts.stats,
+    info: () => parts.ready,
+    scoreText: parts.scoreText,
+    attach: board.attach,
+    publish: board.publish,
+    stop: parts.stop,
   };
 }

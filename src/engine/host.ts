@@ -5,7 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { engineBoard, type EngineBoard } from './board.js';
+import { engineHost, type EngineHost } from './board.js';
 import { ENGINE_CONFIG_ENV, type EngineState, type EngineStatus, type ProcessEngineMessage, type WireError } from './ipc.js';
 import type { NativeStats } from './native.js';
 import { removeEngineSocket } from './socket.js';
@@ -25,21 +25,6 @@ export interface EngineHostOptions {
   log: (line: string) => void;
   /** Called for every request a worker relayed through the primary. */
   onRelayed: () => void;
-}
-
-/**
- * One engine as the primary holds it: a local engine process here, a remote engine node in
- * remote-host.ts. It is also an engine service for the primary itself (the load-time self-test).
- */
-export interface EngineHost extends EngineService, Pick<EngineBoard, 'attach'> {
-  /** Resolves with the model facts once the first load (or connection) succeeded; rejects if it failed. */
-  ready: Promise<EngineInfo>;
-  state(): EngineState;
-  restarts(): number;
-  /** The engine's counters, null when it cannot answer within a second. */
-  stats(): Promise<NativeStats | null>;
-  /** Stops restarting the engine at once, then stops it once `drained` settles (the workers' in-flight requests). */
-  stop(drained?: Promise<unknown>): Promise<void>;
 }
 
 interface Relay {
@@ -74,7 +59,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   function setStatus(next: EngineStatus, message?: string): void {
     status = next;
     statusMessage = message;
-    board.publish();
+    host.publish();
   }
 
   function failRelays(error: WireError): void {
@@ -185,23 +170,14 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     });
   }
 
-  const board = engineBoard({
+  const host = engineHost({
+    ready,
     state,
     details: () => ({ info, socket, message: statusMessage }),
     scoreText,
     onRelayed: opts.onRelayed,
-  });
-
-  spawn();
-
-  return {
-    ready,
-    state,
     restarts: () => restarts,
     stats,
-    info: () => ready,
-    scoreText,
-    attach: board.attach,
     async stop(drained) {
       stopping = true;
       await drained;
@@ -213,5 +189,8 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
         setTimeout(() => proc.kill('SIGKILL'), 10_000).unref();
       });
     },
-  };
+  });
+
+  spawn();
+  return host;
 }

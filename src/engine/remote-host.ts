@@ -5,8 +5,7 @@
 // down (placement then leaves it out, and with no engine left decisions get 503 with Retry-After),
 // and the connection is retried with backoff until it is back.
 import type { NativeStats } from './native.js';
-import { engineBoard } from './board.js';
-import type { EngineHost } from './host.js';
+import { engineHost, type EngineHost } from './board.js';
 import type { EngineState, EngineStatus } from './ipc.js';
 import type { EngineSocket } from './socket.js';
 import { connectEngineTcp, EngineRefusedError, parseEngineAddress } from './tcp.js';
@@ -55,7 +54,7 @@ export function watchRemoteEngine(opts: RemoteHostOptions): EngineHost {
   function setStatus(next: EngineStatus, why?: string): void {
     status = next;
     message = why;
-    board.publish();
+    host.publish();
   }
 
   function retry(delay: number): void {
@@ -121,27 +120,21 @@ export function watchRemoteEngine(opts: RemoteHostOptions): EngineHost {
     }
   }
 
-  const board = engineBoard({
+  const host = engineHost({
+    ready,
     state,
     details: () => ({ info, socket: opts.address, message }),
     scoreText,
     onRelayed: opts.onRelayed,
-  });
-
-  connect();
-
-  return {
-    ready,
-    state,
     restarts: () => reconnects,
     stats,
-    info: () => ready,
-    scoreText,
-    attach: board.attach,
     async stop(drained) {
       stopping = true;
       await drained;
       conn?.close();
     },
-  };
+  });
+
+  connect();
+  return host;
 }
