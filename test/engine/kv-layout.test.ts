@@ -32,6 +32,18 @@ t.test('more concurrent prefixes than the pool holds are all scored, none fails'
   t.equal(engine.stats().queueDepth, 0);
 });
 
+t.test('prefixes that together outgrow the pool wait for room instead of failing a decode', async (t) => {
+  // Six prefixes of 700 tokens (4,200 cells) against a pool of 3,072 with room for 1,024 prefix
+  // cells: all six would fit the prefix slots at once, but only one fits the pool at a time.
+  const calls = Array.from({ length: 6 }, (_, i) => engine.score(prefixOf(700, 100 + i), [{ suffix, candidates }, { suffix: engine.tokenize('\nReply:'), candidates }]));
+  const results = await Promise.allSettled(calls);
+  t.same(
+    results.map((r) => (r.status === 'fulfilled' ? 'scored' : String((r.reason as Error).message))),
+    Array(6).fill('scored'),
+  );
+  t.equal(engine.stats().queueDepth, 0);
+});
+
 t.test('a prompt past the pool is refused with context_exceeded', async (t) => {
   await t.rejects(engine.score(prefixOf(CELLS, 9), [{ suffix, candidates }]), { name: 'EngineError', code: 'context_exceeded' });
 });
