@@ -1,6 +1,7 @@
 // Fitted calibrations, versioned: every fit is kept under [model_sha256, layout, n] (n counting up
 // from 1 per model and layout), and the newest one is the one served. Nothing is ever overwritten,
 // so a served version can always be looked up again.
+import { calibrationVersion } from './common.js';
 import type { StoreEnv } from './env.js';
 import type { CalibrationRecord, CalibrationStore } from './types.js';
 
@@ -13,8 +14,7 @@ export function createCalibrationStore(env: StoreEnv): CalibrationStore {
       const stored = env.root.transactionSync(() => {
         const last = newest(record.model_sha256, record.layout);
         const n = last ? (last.key as [string, string, number])[2] + 1 : 1;
-        // The version names the layout and the model it belongs to, and counts up.
-        const full = { ...record, version: `${record.layout}.${record.model_sha256.slice(0, 8)}.${n}` };
+        const full = { ...record, version: calibrationVersion(record, n) };
         calibrations.putSync([record.model_sha256, record.layout, n], full);
         return full as T;
       });

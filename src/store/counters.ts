@@ -2,7 +2,8 @@
 // transaction (transactionSync), and LMDB's writer lock is shared by every process that opens the
 // environment, so checks and increments are exact across cluster workers.
 import type { StoreEnv } from './env.js';
-import { secondsToUtcMidnight, secondsToUtcMonthEnd, utcDay, utcMonth } from './clock.js';
+import { countsAsRateLimited, refusalOf, startingMicro } from './admission.js';
+import { utcDay, utcMonth } from './clock.js';
 import { randomBase62 } from './secret.js';
 import type { AdmitResult, CounterStore, UsageDayRow } from './types.js';
 
@@ -30,8 +31,6 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-const MICRO = 1_000_000;
-
 export function createCounterStore(env: StoreEnv): CounterStore {
   const { usage_day, user_day, user_month, rate, in_flight, ip_rate, balances } = env.dbs;
 
@@ -53,7 +52,7 @@ export function createCounterStore(env: StoreEnv): CounterStore {
   }
 
   function balanceIn(userId: string, startingBalanceEur: number): number {
-    return (balances.get(userId) as number | undefined) ?? Math.round(startingBalanceEur * MICRO);
+    return (balances.get(userId) as number | undefined) ?? startingMicro(startingBalanceEur);
   }
 
   return {
@@ -62,41 +61,18 @@ export function createCounterStore(env: StoreEnv): CounterStore {
       const month = utcMonth(nowMs);
       const second = Math.floor(nowMs / 1000);
       return env.root.transactionSync((): AdmitResult => {
-        const reject = (r: Exclude<AdmitResult, { ok: true }>): AdmitResult => {
-          bump(key.id, day, 'rate_limited');
-          return r;
-        };
-        if (liveSlots(key.id, nowMs) >= limits.maxInFlight) {
-          return reject({ ok: false, reason: 'in_flight', retryAfterSeconds: 1 });
-        }
         const r = rate.get(key.id) as { second: number; count: number } | undefined;
         const inSecond = r && r.second === second ? r.count : 0;
-        if (inSecond >= limits.requestsPerSecond) {
-          return reject({ ok: false, reason: 'per_second', retryAfterSeconds: 1 });
-        }
         const monthCount = (user_month.get([key.user_id, month]) as number | undefined) ?? 0;
-        if (limits.monthlyCap > 0 && monthCount >= limits.monthlyCap) {
-          return reject({
-            ok: false,
-            reason: 'monthly_cap',
-            retryAfterSeconds: secondsToUtcMonthEnd(nowMs),
-            limit: limits.monthlyCap,
-          });
-        }
         const dayCount = (user_day.get([key.user_id, day]) as number | undefined) ?? 0;
-        if (limits.billing) {
-          const balance = balanceIn(key.user_id, limits.startingBalanceEur);
-          if (balance <= 0) {
-            // A 402 is not a rate limit, so it is not counted in rate_limited.
-            return { ok: false, reason: 'balance', balanceEur: (balance / MICRO).toFixed(6) };
-          }
-        } else if (limits.freeDailyDecisions > 0 && dayCount >= limits.freeDailyDecisions) {
-          return reject({
-            ok: false,
-            reason: 'daily_quota',
-            retryAfterSeconds: secondsToUtcMidnight(nowMs),
-            limit: limits.freeDailyDecisions,
-          });
+        const refusal = refusalOf(
+          { inFlight: liveSlots(key.id, nowMs), inSecond, month: monthCount, day: dayCount, balanceMicro: balanceIn(key.user_id, limits.startingBalanceEur) },
+          limits,
+          nowMs,
+        );
+        if (refusal) {
+          if (countsAsRateLimited(refusal)) bump(key.id, day, 'rate_limited');
+          return refusal;
         }
         rate.putSync(key.id, { second, count: inSecond + 1 });
         user_day.putSync([key.user_id, day], dayCount + 1);

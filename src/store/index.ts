@@ -65,6 +65,5 @@ export async function openStore(dataDir: string, opts: StoreOptions = {}): Promi
   };
 }
 
-export { normaliseEmail } from './users.js';
-export { looksLikeApiKey, KEY_PREFIX, DEFAULT_MAX_KEYS_PER_USER, KeyLimitError } from './keys.js';
+export { normaliseEmail, looksLikeApiKey, KEY_PREFIX, DEFAULT_MAX_KEYS_PER_USER, KeyLimitError } from './common.js';
 export type * from './types.js';

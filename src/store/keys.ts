@@ -2,37 +2,15 @@
 // server secret is stored, and verification is a lookup by that hash.
 import type { StoreEnv } from './env.js';
 import { iso } from './clock.js';
-import { randomBase62, type Hasher } from './secret.js';
+import { DEFAULT_MAX_KEYS_PER_USER, KEY_HASH_PURPOSE, KeyLimitError, keyName, looksLikeApiKey, mintApiKey, newKeyId, normaliseEmail } from './common.js';
+import type { Hasher } from './secret.js';
 import type { UserStoreInternal } from './users.js';
-import { normaliseEmail } from './users.js';
 import type { ApiKeyRecord, KeyStore } from './types.js';
 
-export const KEY_PREFIX = 'arb_';
-const SECRET_CHARS = 43;
-const SECRET_RE = /^arb_[0-9A-Za-z]{43}$/;
-const HASH_PURPOSE = 'api-key';
+export { DEFAULT_MAX_KEYS_PER_USER } from './common.js';
 
 interface StoredKey extends Omit<ApiKeyRecord, 'last_used_at'> {
   hash: string;
-}
-
-/**
- * Active (unrevoked) keys a user may hold when ARBITRA_MAX_KEYS_PER_USER is unset: more than any
- * rotation scheme needs, few enough that a console user cannot grow the store without bound.
- */
-export const DEFAULT_MAX_KEYS_PER_USER = 100;
-
-/** A create refused because the user already holds `limit` active keys. */
-export class KeyLimitError extends Error {
-  override readonly name = 'KeyLimitError';
-  constructor(readonly limit: number) {
-    super(`the user already has ${limit} active API keys`);
-  }
-}
-
-/** True when the string has the shape of one of our keys; cheap check before hashing. */
-export function looksLikeApiKey(secret: string): boolean {
-  return SECRET_RE.test(secret);
 }
 
 export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Hasher, maxActivePerUser = DEFAULT_MAX_KEYS_PER_USER): KeyStore {
@@ -54,8 +32,8 @@ export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Ha
 
   return {
     async create(email, name) {
-      const secret = KEY_PREFIX + randomBase62(SECRET_CHARS);
-      const digest = hash(HASH_PURPOSE, secret);
+      const { secret, prefix, masked } = mintApiKey();
+      const digest = hash(KEY_HASH_PURPOSE, secret);
       // Counted inside the write transaction, which LMDB runs one at a time across every process,
       // so concurrent creates can never pass the limit together.
       const stored = env.root.transactionSync(() => {
@@ -63,12 +41,12 @@ export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Ha
         const active = keyIdsOf(user.id).filter((id) => getStored(id)?.revoked_at === null).length;
         if (active >= maxActivePerUser) throw new KeyLimitError(maxActivePerUser);
         const record: StoredKey = {
-          id: `key_${randomBase62(20)}`,
+          id: newKeyId(),
           user_id: user.id,
           email: user.email,
-          name: name === undefined || name.trim() === '' ? 'Default' : name,
-          prefix: secret.slice(0, KEY_PREFIX.length + 4),
-          masked: `${secret.slice(0, KEY_PREFIX.length + 4)}…${secret.slice(-4)}`,
+          name: keyName(name),
+          prefix,
+          masked,
           created_at: iso(Date.now()),
           revoked_at: null,
           hash: digest,
@@ -84,7 +62,7 @@ export function createKeyStore(env: StoreEnv, users: UserStoreInternal, hash: Ha
 
     async verify(secret) {
       if (!looksLikeApiKey(secret)) return null;
-      const id = key_hashes.get(hash(HASH_PURPOSE, secret)) as string | undefined;
+      const id = key_hashes.get(hash(KEY_HASH_PURPOSE, secret)) as string | undefined;
       const stored = id === undefined ? null : getStored(id);
       if (!stored || stored.revoked_at !== null) return null;
       const now = Date.now();

@@ -1,6 +1,7 @@
 // Retained requests (options.retain): kept under [key_id, request_id] until retention_until, with
 // an expiry index the purge worker walks in time order.
 import type { StoreEnv } from './env.js';
+import { pseudonymOf } from './common.js';
 import type { Hasher } from './secret.js';
 import type { RetainedRecord, RetentionStore } from './types.js';
 
@@ -41,9 +42,7 @@ export function createRetentionStore(env: StoreEnv, hash: Hasher): RetentionStor
       return removed;
     },
 
-    pseudonym(keyId) {
-      return `psn_${hash('pseudonym', keyId).slice(0, 32)}`;
-    },
+    pseudonym: (keyId) => pseudonymOf(hash, keyId),
 
     purgeExpired(nowMs, limit) {
       return env.root.transactionSync(() => {

@@ -1,17 +1,13 @@
 // Users: an email (lower-cased) maps to one stable user_id; name and image follow the console.
 import type { StoreEnv } from './env.js';
 import { iso } from './clock.js';
-import { randomBase62 } from './secret.js';
+import { newUserId, normaliseEmail } from './common.js';
 import type { UserRecord, UserStore } from './types.js';
 
 /** What sibling store modules need on top of the public surface. */
 export interface UserStoreInternal extends UserStore {
   /** Inside a write transaction: finds or creates the user, so concurrent processes agree on one id. */
   ensureInTxn(email: string, profile?: { name?: string | null; image?: string | null }): UserRecord;
-}
-
-export function normaliseEmail(email: string): string {
-  return email.trim().toLowerCase();
 }
 
 export function createUserStore(env: StoreEnv): UserStoreInternal {
@@ -39,7 +35,7 @@ export function createUserStore(env: StoreEnv): UserStoreInternal {
       return updated;
     }
     const record: UserRecord = {
-      id: `usr_${randomBase62(20)}`,
+      id: newUserId(),
       email: norm,
       name: profile?.name ?? null,
       image: profile?.image ?? null,

@@ -3,12 +3,9 @@
 // consumed once even when two workers race.
 import type { StoreEnv } from './env.js';
 import { iso } from './clock.js';
-import { randomBase62, type Hasher } from './secret.js';
-import { normaliseEmail } from './users.js';
+import { looksLikeVerificationToken, mintVerificationToken, normaliseEmail, TOKEN_HASH_PURPOSE } from './common.js';
+import type { Hasher } from './secret.js';
 import type { VerificationTokenRecord, VerificationTokenStore, VerificationUseResult } from './types.js';
-
-const HASH_PURPOSE = 'verification-token';
-const TOKEN_RE = /^avt_[0-9A-Za-z]{43}$/;
 
 export interface VerificationTokenStoreInternal extends VerificationTokenStore {
   /** Removes tokens that expired before nowMs, at most `limit`; returns how many. */
@@ -19,7 +16,7 @@ export function createVerificationTokenStore(env: StoreEnv, hash: Hasher): Verif
   const { verification_tokens } = env.dbs;
   return {
     async issue(user, purpose, ttlSeconds) {
-      const token = `avt_${randomBase62(43)}`;
+      const token = mintVerificationToken();
       const now = Date.now();
       const record: VerificationTokenRecord = {
         user_id: user.id,
@@ -29,14 +26,14 @@ export function createVerificationTokenStore(env: StoreEnv, hash: Hasher): Verif
         expires_at: iso(now + ttlSeconds * 1000),
         used_at: null,
       };
-      await verification_tokens.put(hash(HASH_PURPOSE, token), record);
+      await verification_tokens.put(hash(TOKEN_HASH_PURPOSE, token), record);
       await env.flushed();
       return { token, record };
     },
 
     async use(token, email) {
-      if (!TOKEN_RE.test(token)) return { status: 'not_found' };
-      const id = hash(HASH_PURPOSE, token);
+      if (!looksLikeVerificationToken(token)) return { status: 'not_found' };
+      const id = hash(TOKEN_HASH_PURPOSE, token);
       const owner = normaliseEmail(email);
       const result = env.root.transactionSync((): VerificationUseResult => {
         const rec = verification_tokens.get(id) as VerificationTokenRecord | undefined;

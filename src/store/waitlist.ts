@@ -1,7 +1,7 @@
 // Waitlist sign-ups, one per email (lower-cased): a second sign-up updates the first.
 import type { StoreEnv } from './env.js';
 import { iso } from './clock.js';
-import { normaliseEmail } from './users.js';
+import { normaliseEmail } from './common.js';
 import type { WaitlistEntry, WaitlistStore } from './types.js';
 
 export function createWaitlistStore(env: StoreEnv): WaitlistStore {

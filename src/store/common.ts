@@ -1,0 +1,67 @@
+// What every backend shares: the formats of API keys and verification tokens, the purposes that
+// separate their hashes, the pseudonym of a key, the bound on active keys, and email normalisation.
+// A secret minted or hashed by one backend verifies on the other, given the same server secret.
+import { randomBase62, type Hasher } from './secret.js';
+
+export function normaliseEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export const newUserId = (): string => `usr_${randomBase62(20)}`;
+export const newKeyId = (): string => `key_${randomBase62(20)}`;
+
+export const KEY_PREFIX = 'arb_';
+const KEY_SECRET_RE = /^arb_[0-9A-Za-z]{43}$/;
+export const KEY_HASH_PURPOSE = 'api-key';
+
+/** True when the string has the shape of one of our keys; cheap check before hashing. */
+export function looksLikeApiKey(secret: string): boolean {
+  return KEY_SECRET_RE.test(secret);
+}
+
+/** A new API key: "arb_" + 43 base62 characters (256 bits) and the parts of it that may be shown. */
+export function mintApiKey(): { secret: string; prefix: string; masked: string } {
+  const secret = KEY_PREFIX + randomBase62(43);
+  const prefix = secret.slice(0, KEY_PREFIX.length + 4);
+  return { secret, prefix, masked: `${prefix}…${secret.slice(-4)}` };
+}
+
+/** The name a key gets when none (or only blanks) is given. */
+export function keyName(name: string | undefined): string {
+  return name === undefined || name.trim() === '' ? 'Default' : name;
+}
+
+/**
+ * Active (unrevoked) keys a user may hold when ARBITRA_MAX_KEYS_PER_USER is unset: more than any
+ * rotation scheme needs, few enough that a console user cannot grow the store without bound.
+ */
+export const DEFAULT_MAX_KEYS_PER_USER = 100;
+
+/** A create refused because the user already holds `limit` active keys. */
+export class KeyLimitError extends Error {
+  override readonly name = 'KeyLimitError';
+  constructor(readonly limit: number) {
+    super(`the user already has ${limit} active API keys`);
+  }
+}
+
+export const TOKEN_HASH_PURPOSE = 'verification-token';
+const TOKEN_RE = /^avt_[0-9A-Za-z]{43}$/;
+
+export function mintVerificationToken(): string {
+  return `avt_${randomBase62(43)}`;
+}
+
+export function looksLikeVerificationToken(token: string): boolean {
+  return TOKEN_RE.test(token);
+}
+
+/** The version of the n-th calibration of a model and layout: it names both, and counts up. */
+export function calibrationVersion(record: { model_sha256: string; layout: string }, n: number): string {
+  return `${record.layout}.${record.model_sha256.slice(0, 8)}.${n}`;
+}
+
+/** A stable pseudonym for the key: the same on every call, worker and node sharing the secret. */
+export function pseudonymOf(hash: Hasher, keyId: string): string {
+  return `psn_${hash('pseudonym', keyId).slice(0, 32)}`;
+}
