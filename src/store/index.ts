@@ -1,5 +1,6 @@
-// openStore: the one entry point to the state of the service. It opens the LMDB environment in the
-// data dir once per process and hands out one module per job; everything under src/store shares it.
+// openStore: the one entry point to the state of the service. A postgres:// URL opens the shared
+// PostgreSQL store (src/store/postgres); anything else is a data dir, where the LMDB environment is
+// opened once per process and hands out one module per job.
 import { LIMITS_DEFAULTS } from '../limits/config.js';
 import { createCalibrationStore } from './calibrations.js';
 import { createCounterStore } from './counters.js';
@@ -7,6 +8,7 @@ import { openEnv } from './env.js';
 import { createIdempotencyStore } from './idempotency.js';
 import { createKeyStore } from './keys.js';
 import { createRetentionStore } from './retention.js';
+import { isPostgresUrl, openPostgresStore } from './postgres/index.js';
 import { loadServerSecret, makeHasher } from './secret.js';
 import { createTraceStore } from './traces.js';
 import type { PurgeResult, Store, StoreOptions } from './types.js';
@@ -17,7 +19,11 @@ import { createWaitlistStore } from './waitlist.js';
 /** Per-transaction batch of the purge, so the writer lock is never held for long. */
 const PURGE_BATCH = 500;
 
-export async function openStore(dataDir: string, opts: StoreOptions = {}): Promise<Store> {
+export function openStore(location: string, opts: StoreOptions = {}): Promise<Store> {
+  return isPostgresUrl(location) ? openPostgresStore(location, opts) : openLmdbStore(location, opts);
+}
+
+async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store> {
   const env = openEnv(dataDir);
   const hash = makeHasher(loadServerSecret(dataDir, opts.keySecret));
   const idempotencyTtlSeconds = opts.idempotencyTtlSeconds ?? LIMITS_DEFAULTS.idempotencyTtlSeconds;

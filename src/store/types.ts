@@ -215,6 +215,8 @@ export interface StoreOptions {
   idempotencyMax?: number;
   /** Active API keys per user (ARBITRA_MAX_KEYS_PER_USER), default DEFAULT_MAX_KEYS_PER_USER. */
   maxKeysPerUser?: number;
+  /** Where a backend reports trouble it recovers from (a dropped database connection); stderr by default. */
+  log?: (line: string) => void;
 }
 
 export interface PurgeResult {
@@ -225,7 +227,7 @@ export interface PurgeResult {
 
 /** The state of the service: one module per job, from one backend. */
 export interface Store {
-  /** Where the state lives, for messages: the data dir of the LMDB backend. */
+  /** Where the state lives, for messages: the LMDB data dir, or the database URL without its password. */
   readonly location: string;
   readonly users: UserStore;
   readonly keys: KeyStore;
@@ -238,7 +240,8 @@ export interface Store {
   readonly calibrations: CalibrationStore;
   /**
    * Removes retained requests past retention_until, idempotency entries past their TTL and expired
-   * verification tokens, in small transactions. The purge worker calls it off the main thread.
+   * verification tokens, without holding up requests, and on one node at a time where nodes share
+   * the state. The purge worker calls it off the main thread.
    */
   purgeExpired(nowMs?: number): Promise<PurgeResult>;
   /** Waits for pending writes to become durable, then releases the backend's resources. */

@@ -1,155 +1,172 @@
+// The store contract, run against every backend: LMDB always, PostgreSQL where it runs here.
 import t from 'tap';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { openStore } from '../../src/store/index.js';
+import pg from 'pg';
+import { openStore, type StoreOptions } from '../../src/store/index.js';
+import { backendsFor } from '../helpers/backends.js';
 
-t.test('keys: create, verify by hash, list, revoke', async (t) => {
-  const dir = t.testdir();
-  const store = await openStore(dir);
-  t.teardown(() => store.close());
-  const { record, secret } = await store.keys.create('Alice@Example.COM');
-  t.match(secret, /^arb_[0-9A-Za-z]{43}$/);
-  t.equal(record.name, 'Default');
-  t.equal(record.email, 'alice@example.com');
-  t.ok(secret.startsWith(record.prefix));
-  t.notOk(record.masked.includes(secret.slice(8, -4)), 'masked form hides the middle');
-  t.equal(statSync(join(dir, 'server-secret')).mode & 0o777, 0o600);
+for (const backend of await backendsFor(t)) {
+  const { fresh } = backend;
+  const open = (location: string, opts: StoreOptions = {}) => openStore(location, { ...backend.options, ...opts });
 
-  const verified = await store.keys.verify(secret);
-  t.equal(verified?.id, record.id);
-  t.equal(await store.keys.verify(secret.slice(0, -1) + (secret.endsWith('a') ? 'b' : 'a')), null);
-  t.equal(await store.keys.verify('arb_short'), null);
+  t.test(backend.name, async (t) => {
+    t.test('keys: create, verify by hash, list, revoke', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      const { record, secret } = await store.keys.create('Alice@Example.COM');
+      t.match(secret, /^arb_[0-9A-Za-z]{43}$/);
+      t.equal(record.name, 'Default');
+      t.equal(record.email, 'alice@example.com');
+      t.ok(secret.startsWith(record.prefix));
+      t.notOk(record.masked.includes(secret.slice(8, -4)), 'masked form hides the middle');
 
-  const listed = await store.keys.list('ALICE@example.com');
-  t.equal(listed.length, 1);
-  t.ok(listed[0]?.last_used_at, 'verify marks last_used_at');
-  t.notOk(JSON.stringify(listed).includes(secret), 'the secret is never listed');
+      const verified = await store.keys.verify(secret);
+      t.equal(verified?.id, record.id);
+      t.equal(await store.keys.verify(secret.slice(0, -1) + (secret.endsWith('a') ? 'b' : 'a')), null);
+      t.equal(await store.keys.verify('arb_short'), null);
 
-  t.equal(await store.keys.revoke(record.id, 'bob@example.com'), null, "another user's key is not found");
-  const revoked = await store.keys.revoke(record.id, 'alice@example.com');
-  t.ok(revoked?.revoked_at);
-  t.equal(await store.keys.verify(secret), null, 'revoked key no longer verifies');
-});
+      const listed = await store.keys.list('ALICE@example.com');
+      t.equal(listed.length, 1);
+      t.ok(listed[0]?.last_used_at, 'verify marks last_used_at');
+      t.notOk(JSON.stringify(listed).includes(secret), 'the secret is never listed');
 
-t.test('the secret is stored only as a hash', async (t) => {
-  const dir = t.testdir();
-  const store = await openStore(dir);
-  const { secret } = await store.keys.create('a@b.co');
-  await store.close();
-  const { readFileSync } = await import('node:fs');
-  const raw = readFileSync(join(dir, 'arbitra.mdb'));
-  t.equal(raw.indexOf(Buffer.from(secret.slice(4))), -1, 'the secret bytes are not in the database file');
-});
+      t.equal(await store.keys.revoke(record.id, 'bob@example.com'), null, "another user's key is not found");
+      const revoked = await store.keys.revoke(record.id, 'alice@example.com');
+      t.ok(revoked?.revoked_at);
+      t.equal(await store.keys.verify(secret), null, 'revoked key no longer verifies');
+    });
 
-t.test('users: stable id, profile sync, same id after reopen', async (t) => {
-  const dir = t.testdir();
-  let store = await openStore(dir);
-  const u1 = await store.users.sync('X@Y.org', { name: 'X', image: null });
-  const u2 = await store.users.sync('x@y.org', { name: 'Xavier' });
-  t.equal(u1.id, u2.id);
-  t.equal(u2.name, 'Xavier');
-  await store.close();
-  store = await openStore(dir);
-  t.equal((await store.users.getByEmail('x@y.org'))?.id, u1.id);
-  await store.close();
-});
+    t.test('the secret is stored only as a hash', async (t) => {
+      const location = await fresh();
+      const store = await open(location);
+      const { secret } = await store.keys.create('a@b.co');
+      await store.close();
+      if (backend.name === 'lmdb') {
+        t.equal(statSync(join(location, 'server-secret')).mode & 0o777, 0o600, 'the server secret file is private');
+        t.equal(readFileSync(join(location, 'arbitra.mdb')).indexOf(Buffer.from(secret.slice(4))), -1, 'the secret bytes are not in the database file');
+      } else {
+        const client = new pg.Client({ connectionString: location });
+        await client.connect();
+        t.teardown(() => client.end());
+        const { rows } = await client.query<{ row: string }>('select row_to_json(k)::text as row from api_keys k');
+        t.equal(rows.length, 1);
+        t.notOk(rows[0]!.row.includes(secret.slice(4)), 'the secret is not in the key row');
+      }
+    });
 
-t.test('idempotency: hit, conflict, ttl, eviction of the oldest', async (t) => {
-  const store = await openStore(t.testdir(), { idempotencyMax: 3, idempotencyTtlSeconds: 1 });
-  t.teardown(() => store.close());
-  t.same(await store.idempotency.lookup('k1', 'a', 'h'), { status: 'miss' });
-  await store.idempotency.save('k1', 'a', 'h', 200, Buffer.from('{"id":1}'));
-  const hit = await store.idempotency.lookup('k1', 'a', 'h');
-  t.equal(hit.status, 'hit');
-  t.equal(hit.status === 'hit' && hit.response.toString(), '{"id":1}');
-  t.same(await store.idempotency.lookup('k1', 'a', 'other'), { status: 'conflict' });
-  t.same(await store.idempotency.lookup('k2', 'a', 'h'), { status: 'miss' }, 'scoped per key');
-  for (const k of ['b', 'c', 'd']) await store.idempotency.save('k1', k, 'h', 200, Buffer.from(k));
-  t.same(await store.idempotency.lookup('k1', 'a', 'h'), { status: 'miss' }, 'oldest evicted beyond max');
-  t.equal((await store.idempotency.lookup('k1', 'd', 'h')).status, 'hit');
-  await new Promise((r) => setTimeout(r, 1100));
-  t.same(await store.idempotency.lookup('k1', 'd', 'h'), { status: 'miss' }, 'expired after the ttl');
-});
+    t.test('users: stable id, profile sync, same id after reopen', async (t) => {
+      const location = await fresh();
+      let store = await open(location);
+      const u1 = await store.users.sync('X@Y.org', { name: 'X', image: null });
+      const u2 = await store.users.sync('x@y.org', { name: 'Xavier' });
+      t.equal(u1.id, u2.id);
+      t.equal(u2.name, 'Xavier');
+      await store.close();
+      store = await open(location);
+      t.equal((await store.users.getByEmail('x@y.org'))?.id, u1.id);
+      t.equal((await store.users.get(u1.id))?.email, 'x@y.org');
+      await store.close();
+    });
 
-t.test('retention: put, get, delete by the same key only, stable pseudonym', async (t) => {
-  const store = await openStore(t.testdir());
-  t.teardown(() => store.close());
-  const rec = {
-    id: 'req_1',
-    key_id: 'key_a',
-    request: { q: 1 },
-    response: { a: 2 },
-    created_at: new Date().toISOString(),
-    retention_until: new Date(Date.now() + 86400e3).toISOString(),
-  };
-  await store.retention.put(rec);
-  t.same(await store.retention.get('key_a', 'req_1'), rec);
-  t.equal(await store.retention.get('key_b', 'req_1'), null);
-  t.equal(await store.retention.delete('key_b', 'req_1'), false);
-  t.equal(await store.retention.delete('key_a', 'req_1'), true);
-  t.equal(await store.retention.delete('key_a', 'req_1'), false);
-  t.equal(store.retention.pseudonym('key_a'), store.retention.pseudonym('key_a'));
-  t.not(store.retention.pseudonym('key_a'), store.retention.pseudonym('key_b'));
-  t.notOk(store.retention.pseudonym('key_a').includes('key_a'));
-});
+    t.test('idempotency: hit, conflict, ttl, eviction of the oldest', async (t) => {
+      const store = await open(await fresh(), { idempotencyMax: 3, idempotencyTtlSeconds: 1 });
+      t.teardown(() => store.close());
+      t.same(await store.idempotency.lookup('k1', 'a', 'h'), { status: 'miss' });
+      await store.idempotency.save('k1', 'a', 'h', 200, Buffer.from('{"id":1}'));
+      const hit = await store.idempotency.lookup('k1', 'a', 'h');
+      t.equal(hit.status, 'hit');
+      t.equal(hit.status === 'hit' && hit.response.toString(), '{"id":1}');
+      t.same(await store.idempotency.lookup('k1', 'a', 'other'), { status: 'conflict' });
+      t.same(await store.idempotency.lookup('k2', 'a', 'h'), { status: 'miss' }, 'scoped per key');
+      for (const k of ['b', 'c', 'd']) await store.idempotency.save('k1', k, 'h', 200, Buffer.from(k));
+      t.same(await store.idempotency.lookup('k1', 'a', 'h'), { status: 'miss' }, 'oldest evicted beyond max');
+      t.equal((await store.idempotency.lookup('k1', 'd', 'h')).status, 'hit');
+      await new Promise((r) => setTimeout(r, 1100));
+      t.same(await store.idempotency.lookup('k1', 'd', 'h'), { status: 'miss' }, 'expired after the ttl');
+    });
 
-t.test('waitlist upserts by email; traces keyed per request and question', async (t) => {
-  const store = await openStore(t.testdir());
-  t.teardown(() => store.close());
-  await store.waitlist.upsert({ email: 'W@x.io', company: null, use_case: 'first use case', consent: true });
-  await store.waitlist.upsert({ email: 'w@x.io', company: 'Acme', use_case: 'second use case', consent: true });
-  t.equal(await store.waitlist.count(), 1);
-  t.equal((await store.waitlist.get('w@x.io'))?.company, 'Acme');
-  const base = { key_id: 'k', observed_at: null, metadata: null, received_at: new Date().toISOString() };
-  await store.traces.putMany([
-    { ...base, request_id: 'r1', question: 'q', outcome: 'A' },
-    { ...base, request_id: 'r1', question: 'q', outcome: 'B' },
-    { ...base, request_id: 'r2', question: '', outcome: true },
-  ]);
-  t.equal((await store.traces.list('k')).length, 2);
-  t.equal((await store.traces.list('k', { requestId: 'r1' }))[0]?.outcome, 'B');
-  t.equal((await store.traces.list('other')).length, 0);
-});
+    t.test('retention: put, get, delete by the same key only, stable pseudonym', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      const rec = {
+        id: 'req_1',
+        key_id: 'key_a',
+        request: { q: 1 },
+        response: { a: 2 },
+        created_at: new Date().toISOString(),
+        retention_until: new Date(Date.now() + 86400e3).toISOString(),
+      };
+      await store.retention.put(rec);
+      t.same(await store.retention.get('key_a', 'req_1'), rec);
+      t.equal(await store.retention.get('key_b', 'req_1'), null);
+      t.equal(await store.retention.delete('key_b', 'req_1'), false);
+      t.equal(await store.retention.delete('key_a', 'req_1'), true);
+      t.equal(await store.retention.delete('key_a', 'req_1'), false);
+      t.equal(store.retention.pseudonym('key_a'), store.retention.pseudonym('key_a'));
+      t.not(store.retention.pseudonym('key_a'), store.retention.pseudonym('key_b'));
+      t.notOk(store.retention.pseudonym('key_a').includes('key_a'));
+    });
 
-t.test('verification tokens: single use, owner only, expiry', async (t) => {
-  const store = await openStore(t.testdir());
-  t.teardown(() => store.close());
-  const user = await store.users.sync('v@x.io');
-  const { token, record } = await store.verificationTokens.issue(user, 'email', 3600);
-  t.match(token, /^avt_/);
-  t.ok(Date.parse(record.expires_at) > Date.now());
-  t.same(await store.verificationTokens.use(token, 'other@x.io'), { status: 'not_found' });
-  t.equal((await store.verificationTokens.use(token, 'V@x.io')).status, 'ok');
-  t.same(await store.verificationTokens.use(token, 'v@x.io'), { status: 'used' });
-  t.same(await store.verificationTokens.use('avt_nope', 'v@x.io'), { status: 'not_found' });
-  const short = await store.verificationTokens.issue(user, 'email', 1);
-  await new Promise((r) => setTimeout(r, 1100));
-  t.same(await store.verificationTokens.use(short.token, 'v@x.io'), { status: 'expired' });
-});
+    t.test('waitlist upserts by email; traces keyed per request and question', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      await store.waitlist.upsert({ email: 'W@x.io', company: null, use_case: 'first use case', consent: true });
+      await store.waitlist.upsert({ email: 'w@x.io', company: 'Acme', use_case: 'second use case', consent: true });
+      t.equal(await store.waitlist.count(), 1);
+      t.equal((await store.waitlist.get('w@x.io'))?.company, 'Acme');
+      const base = { key_id: 'k', observed_at: null, metadata: null, received_at: new Date().toISOString() };
+      await store.traces.putMany([
+        { ...base, request_id: 'r1', question: 'q', outcome: 'A' },
+        { ...base, request_id: 'r1', question: 'q', outcome: 'B' },
+        { ...base, request_id: 'r2', question: '', outcome: true },
+      ]);
+      t.equal((await store.traces.list('k')).length, 2);
+      t.equal((await store.traces.list('k', { requestId: 'r1' }))[0]?.outcome, 'B');
+      t.equal((await store.traces.list('other')).length, 0);
+    });
 
-t.test('purgeExpired removes only expired records', async (t) => {
-  const store = await openStore(t.testdir(), { idempotencyTtlSeconds: 60 });
-  t.teardown(() => store.close());
-  const now = Date.now();
-  const mk = (id: string, until: number) => ({
-    id,
-    key_id: 'k',
-    request: null,
-    response: null,
-    created_at: new Date(now).toISOString(),
-    retention_until: new Date(until).toISOString(),
+    t.test('verification tokens: single use, owner only, expiry', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      const user = await store.users.sync('v@x.io');
+      const { token, record } = await store.verificationTokens.issue(user, 'email', 3600);
+      t.match(token, /^avt_/);
+      t.ok(Date.parse(record.expires_at) > Date.now());
+      t.same(await store.verificationTokens.use(token, 'other@x.io'), { status: 'not_found' });
+      t.equal((await store.verificationTokens.use(token, 'V@x.io')).status, 'ok');
+      t.same(await store.verificationTokens.use(token, 'v@x.io'), { status: 'used' });
+      t.same(await store.verificationTokens.use('avt_nope', 'v@x.io'), { status: 'not_found' });
+      const short = await store.verificationTokens.issue(user, 'email', 1);
+      await new Promise((r) => setTimeout(r, 1100));
+      t.same(await store.verificationTokens.use(short.token, 'v@x.io'), { status: 'expired' });
+    });
+
+    t.test('purgeExpired removes only expired records', async (t) => {
+      const store = await open(await fresh(), { idempotencyTtlSeconds: 60 });
+      t.teardown(() => store.close());
+      const now = Date.now();
+      const mk = (id: string, until: number) => ({
+        id,
+        key_id: 'k',
+        request: null,
+        response: null,
+        created_at: new Date(now).toISOString(),
+        retention_until: new Date(until).toISOString(),
+      });
+      await store.retention.put(mk('old', now - 1000));
+      await store.retention.put(mk('live', now + 86400e3));
+      await store.idempotency.save('k', 'i', 'h', 200, Buffer.from('x'));
+      const user = await store.users.sync('p@x.io');
+      await store.verificationTokens.issue(user, 'email', 1);
+      const live = await store.verificationTokens.issue(user, 'email', 3600);
+      const result = await store.purgeExpired(now + 2000);
+      t.same(result, { retained: 1, idempotency: 0, verificationTokens: 1 });
+      t.equal(await store.retention.get('k', 'old'), null);
+      t.ok(await store.retention.get('k', 'live'));
+      t.equal((await store.idempotency.lookup('k', 'i', 'h')).status, 'hit');
+      t.same((await store.purgeExpired(now + 61_000)).idempotency, 1);
+      t.equal((await store.verificationTokens.use(live.token, 'p@x.io')).status, 'ok');
+    });
   });
-  await store.retention.put(mk('old', now - 1000));
-  await store.retention.put(mk('live', now + 86400e3));
-  await store.idempotency.save('k', 'i', 'h', 200, Buffer.from('x'));
-  const user = await store.users.sync('p@x.io');
-  await store.verificationTokens.issue(user, 'email', 1);
-  const live = await store.verificationTokens.issue(user, 'email', 3600);
-  const result = await store.purgeExpired(now + 2000);
-  t.same(result, { retained: 1, idempotency: 0, verificationTokens: 1 });
-  t.equal(await store.retention.get('k', 'old'), null);
-  t.ok(await store.retention.get('k', 'live'));
-  t.equal((await store.idempotency.lookup('k', 'i', 'h')).status, 'hit');
-  t.same((await store.purgeExpired(now + 61_000)).idempotency, 1);
-  t.equal((await store.verificationTokens.use(live.token, 'p@x.io')).status, 'ok');
-});
+}

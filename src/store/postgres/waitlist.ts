@@ -1,0 +1,30 @@
+// Waitlist sign-ups in PostgreSQL, one per (lower-cased) email: a second sign-up updates the first.
+import type pg from 'pg';
+import { normaliseEmail } from '../common.js';
+import type { WaitlistEntry, WaitlistStore } from '../types.js';
+import { isoOf } from './db.js';
+
+type Row = Omit<WaitlistEntry, 'created_at' | 'updated_at'> & { created_at: Date; updated_at: Date };
+
+const toEntry = (r: Row): WaitlistEntry => ({ ...r, created_at: isoOf(r.created_at), updated_at: isoOf(r.updated_at) });
+
+export function createWaitlistStore(pool: pg.Pool): WaitlistStore {
+  return {
+    async upsert(input) {
+      const { rows } = await pool.query<Row>(
+        `insert into waitlist (email, company, use_case, consent, created_at, updated_at) values ($1, $2, $3, $4, $5, $5)
+         on conflict (email) do update set company = excluded.company, use_case = excluded.use_case, consent = excluded.consent, updated_at = excluded.updated_at
+         returning *`,
+        [normaliseEmail(input.email), input.company, input.use_case, input.consent, new Date()],
+      );
+      return toEntry(rows[0]!);
+    },
+    async get(email) {
+      const { rows } = await pool.query<Row>('select * from waitlist where email = $1', [normaliseEmail(email)]);
+      return rows[0] ? toEntry(rows[0]) : null;
+    },
+    async count() {
+      return (await pool.query<{ n: number }>('select count(*)::int as n from waitlist')).rows[0]!.n;
+    },
+  };
+}
