@@ -1,25 +1,27 @@
 // The timed purge. The scheduler (run by the primary) hands each run to a piscina worker thread
-// that has its own LMDB handle, so purging never blocks the event loop; the purge itself works in
-// small write transactions and removes only records whose expiry has passed.
+// that has its own store handle, so purging never blocks the event loop; the purge itself removes
+// only records whose expiry has passed, and with a shared database runs on one node at a time.
 import { Piscina } from 'piscina';
 import { openStore, type PurgeResult, type Store, type StoreOptions } from '../store/index.js';
 
 export interface PurgeTask {
-  dataDir: string;
-  storeOptions?: StoreOptions;
+  /** The store's data dir or database URL, as openStore takes it. */
+  location: string;
+  /** Cloned into the worker thread, so without a log function. */
+  storeOptions?: Omit<StoreOptions, 'log'>;
   /** The purge's idea of now; defaults to the worker's clock. */
   nowMs?: number;
 }
 
-// One handle per data dir for the life of the worker thread.
+// One handle per location for the life of the worker thread.
 const stores = new Map<string, Promise<Store>>();
 
 /** The piscina task: runs in the worker thread. */
 export default async function purge(task: PurgeTask): Promise<PurgeResult> {
-  let store = stores.get(task.dataDir);
+  let store = stores.get(task.location);
   if (!store) {
-    store = openStore(task.dataDir, task.storeOptions);
-    stores.set(task.dataDir, store);
+    store = openStore(task.location, task.storeOptions);
+    stores.set(task.location, store);
   }
   return (await store).purgeExpired(task.nowMs);
 }
@@ -32,9 +34,9 @@ export interface PurgeScheduler {
 }
 
 export function startPurgeScheduler(
-  dataDir: string,
+  location: string,
   intervalMs: number,
-  opts: { storeOptions?: StoreOptions; log?: (line: string) => void } = {},
+  opts: { storeOptions?: Omit<StoreOptions, 'log'>; log?: (line: string) => void } = {},
 ): PurgeScheduler {
   const pool = new Piscina<PurgeTask, PurgeResult>({
     filename: new URL(import.meta.url).href,
@@ -48,7 +50,7 @@ export function startPurgeScheduler(
   const runNow = (nowMs?: number): Promise<PurgeResult> => {
     // Overlapping runs would only contend for the writer lock; the next tick picks up what is left.
     if (running) return running;
-    const run = pool.run({ dataDir, storeOptions: opts.storeOptions, nowMs }).finally(() => {
+    const run = pool.run({ location, storeOptions: opts.storeOptions, nowMs }).finally(() => {
       running = null;
     });
     running = run;
