@@ -50,11 +50,15 @@ export function createKeyStore(pool: pg.Pool, hash: Hasher, maxActivePerUser = D
 
     async verify(secret) {
       if (!looksLikeApiKey(secret)) return null;
-      // Finding the active key and marking it used are one statement: a key revoked a moment
-      // before is not found.
+      // One statement reads the key as committed now (a key revoked a moment before is not found)
+      // and marks it used. last_used_at is informational, so a key's row is written at most once a
+      // second: a burst of requests with one key neither queues on that row nor writes per request.
       const { rows } = await pool.query<KeyRow>(
-        `with k as (update api_keys set last_used_at = $2 where secret_hash = $1 and revoked_at is null returning *)
-         select ${COLUMNS} from k join users u on u.id = k.user_id`,
+        `with k as (select * from api_keys where secret_hash = $1 and revoked_at is null),
+              used as (update api_keys a set last_used_at = $2 from k
+                       where a.id = k.id and (k.last_used_at is null or k.last_used_at < $2::timestamptz - interval '1 second'))
+         select k.id, k.user_id, u.email, k.name, k.prefix, k.masked, k.created_at, k.revoked_at, $2::timestamptz as last_used_at
+         from k join users u on u.id = k.user_id`,
         [hash(KEY_HASH_PURPOSE, secret), new Date()],
       );
       return rows[0] ? toKey(rows[0]) : null;
