@@ -1,9 +1,10 @@
-// A real server on 127.0.0.1 (port 0) over a real LMDB dir, serving the routes of this area.
+// A real server on 127.0.0.1 (port 0) over a real store (an LMDB dir or a PostgreSQL database),
+// serving the routes of this area.
 import { createHttpApp } from '../../src/http/pipeline.js';
 import { startHttpServer } from '../../src/http/server.js';
 import type { Route } from '../../src/http/types.js';
 import { loadLimitsConfig, type LimitsConfig } from '../../src/limits/config.js';
-import { openStore, type Store } from '../../src/store/index.js';
+import { openStore, type Store, type StoreOptions } from '../../src/store/index.js';
 import { consoleRoutes } from '../../src/console/routes.js';
 import { waitlistRoutes } from '../../src/api/routes/waitlist.js';
 import { tracesRoutes } from '../../src/api/routes/traces.js';
@@ -20,8 +21,13 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(dir: string, env: Record<string, string> = {}, consoleToken: string | null = TOKEN): Promise<Harness> {
-  const store = await openStore(dir);
+export async function startHarness(
+  location: string,
+  env: Record<string, string> = {},
+  consoleToken: string | null = TOKEN,
+  storeOptions: StoreOptions = {},
+): Promise<Harness> {
+  const store = await openStore(location, storeOptions);
   const limits = loadLimitsConfig(env);
   const routes: Route[] = [
     ...consoleRoutes({ store, limits, consoleToken: consoleToken ?? undefined }),
