@@ -21,6 +21,10 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** Where the state lives: a postgres:// URL every node shares (--store), else the LMDB environment in dataDir. */
+  store: string;
+  /** ARBITRA_KEY_SECRET: HMAC key of stored secrets; required with PostgreSQL, the same on every node. */
+  keySecret: string | undefined;
   /** Path of the GGUF model file. */
   model: string;
   /** The catalogue model it is, fetched when missing; null for a file named by path. */
@@ -71,6 +75,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--host', env: 'ARBITRA_HOST', help: 'address to listen on (default 127.0.0.1)' },
   { flag: '--port', env: 'ARBITRA_PORT', help: 'TCP port, 0 picks a free one (default 8080)' },
   { flag: '--data-dir', env: 'ARBITRA_DATA_DIR', help: 'LMDB data folder (default ./data)' },
+  { flag: '--store', env: 'ARBITRA_STORE_URL', help: 'postgres://user:password@host:port/db: keep the state in PostgreSQL, shared by every node pointed at it (needs ARBITRA_KEY_SECRET); default: LMDB in --data-dir' },
   { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name (see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
@@ -190,6 +195,14 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const engineSecret = env.ARBITRA_ENGINE_SECRET || undefined;
   if ((engines || listen) && !engineSecret) throw new ConfigError(`${engines ? '--engines' : '--listen'} needs ARBITRA_ENGINE_SECRET, the same on every API node and engine`);
   if (engineSecret !== undefined && engineSecret.length < MIN_SECRET_LENGTH) throw new ConfigError(`ARBITRA_ENGINE_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  const dataDir = path.resolve(raw('--data-dir')?.value ?? 'data');
+  const storeUrl = raw('--store');
+  if (storeUrl && !isPostgresLocation(storeUrl.value)) {
+    throw new ConfigError(`${storeUrl.source} must be a postgres:// or postgresql:// URL, got ${JSON.stringify(storeUrl.value.replace(/\/\/[^@/]*@/, '//…@'))}`);
+  }
+  const keySecret = env.ARBITRA_KEY_SECRET || undefined;
+  if (storeUrl && !keySecret) throw new ConfigError(`${storeUrl.source} needs ARBITRA_KEY_SECRET (at least 32 characters), the same on every node`);
+  if (keySecret !== undefined && keySecret.length < 32) throw new ConfigError('ARBITRA_KEY_SECRET must be at least 32 characters');
   const tlsCert = raw('--tls-cert')?.value;
   const tlsKey = raw('--tls-key')?.value;
   if (Boolean(tlsCert) !== Boolean(tlsKey)) throw new ConfigError('--tls-cert and --tls-key go together');
@@ -218,7 +231,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   return {
     host,
     port: int('--port', 0, 65535) ?? 8080,
-    dataDir: path.resolve(raw('--data-dir')?.value ?? 'data'),
+    dataDir,
+    store: storeUrl?.value ?? dataDir,
+    keySecret,
     model,
     modelEntry,
     workers,
@@ -266,6 +281,7 @@ function parseAliases(text: string | undefined): Record<string, string> {
 /** How every serving process opens the LMDB store. */
 export function storeOptions(config: Config): StoreOptions {
   return {
+    keySecret: config.keySecret,
     idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
     idempotencyMax: config.limits.idempotencyMax,
     maxKeysPerUser: config.maxKeysPerUser,
@@ -303,4 +319,15 @@ function engineList(r: { value: string; source: string } | undefined): string[] 
   });
   if (new Set(addresses).size !== addresses.length) throw new ConfigError(`${r.source} names an engine twice: ${JSON.stringify(r.value)}`);
   return addresses;
+}
+
+/** A PostgreSQL connection URL that parses; the store backend is chosen by this scheme. */
+function isPostgresLocation(text: string): boolean {
+  if (!/^postgres(ql)?:\/\//.test(text)) return false;
+  try {
+    new URL(text);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -157,7 +157,7 @@ export async function calibrate({ store, modelPath, file, out }: CalibrateArgs):
   return record;
 }
 
-export const CALIBRATE_FLAGS = ['--model', '--file', '--data-dir'] as const;
+export const CALIBRATE_FLAGS = ['--model', '--file', '--data-dir', '--store'] as const;
 
 export function calibrateFlags(argv: string[]): Record<string, string> {
   return parseFlags(argv, CALIBRATE_FLAGS);

@@ -2,12 +2,11 @@
 // The `arbitra` command: serve, and the operator's key commands. Operator mistakes (bad flag, port
 // in use, unusable data dir) end in one line on stderr and a non-zero exit, never a stack trace.
 import cluster from 'node:cluster';
-import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, modelFor, parseFlags, storeOptions } from '../config.js';
-import { StartupError, checkDataDir } from '../cluster/preflight.js';
+import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, modelFor, parseFlags } from '../config.js';
+import { StartupError, openConfiguredStore, prepareStore } from '../cluster/preflight.js';
 import { limitsLine } from '../limits/summary.js';
-import path from 'node:path';
 import { isValidEmail } from '../api/auth.js';
-import { openStore, type Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
 import { modelsCommand, ModelsUsageError } from './models.js';
 import { calibrate, calibrateFlags, CalibrateError } from './calibrate.js';
 import fs from 'node:fs';
@@ -43,7 +42,8 @@ Usage:
                                                 (resumes an interrupted fetch; checksum verified)
   arbitra --help                                this text
 
-Key commands take --data-dir (or ARBITRA_DATA_DIR) and are safe while the server runs.
+Key commands take --data-dir (or ARBITRA_DATA_DIR) or --store (or ARBITRA_STORE_URL) and are safe
+while the server runs.
 
 Options of serve (a flag wins over its variable):
 ${flags}
@@ -95,10 +95,13 @@ function stopOnSignals(running: { stop(): Promise<void> }): void {
 }
 
 async function withStore<T>(flags: Record<string, string>, fn: (store: Store) => Promise<T>): Promise<T> {
-  const dir = path.resolve(flags['--data-dir'] ?? (process.env.ARBITRA_DATA_DIR || 'data'));
-  checkDataDir(dir);
-  // The server's own store settings (keys per user, idempotency), from the same environment.
-  const store = await openStore(dir, storeOptions(loadConfig(['--data-dir', dir], process.env)));
+  // The server's own store and its settings (keys per user, idempotency, the key secret), from the same environment.
+  const config = loadConfig(
+    (['--data-dir', '--store'] as const).flatMap((flag) => (flags[flag] === undefined ? [] : [flag, flags[flag]!])),
+    process.env,
+  );
+  await prepareStore(config);
+  const store = await openConfiguredStore(config);
   try {
     return await fn(store);
   } finally {
@@ -116,7 +119,7 @@ function requireEmail(flags: Record<string, string>): string {
 async function keys(argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
   if (action === 'create') {
-    const flags = parseFlags(rest, ['--email', '--name', '--data-dir']);
+    const flags = parseFlags(rest, ['--email', '--name', '--data-dir', '--store']);
     const email = requireEmail(flags);
     await withStore(flags, async (store) => {
       const { record, secret } = await store.keys.create(email, flags['--name']);
@@ -124,7 +127,7 @@ async function keys(argv: string[]): Promise<void> {
       log(`created key ${record.id} "${record.name}" (${record.masked}) for ${record.email}; the secret above is shown only once`);
     });
   } else if (action === 'list') {
-    const flags = parseFlags(rest, ['--email', '--data-dir']);
+    const flags = parseFlags(rest, ['--email', '--data-dir', '--store']);
     const email = requireEmail(flags);
     await withStore(flags, async (store) => {
       const rows = await store.keys.list(email);
@@ -136,7 +139,7 @@ async function keys(argv: string[]): Promise<void> {
   } else if (action === 'revoke') {
     const id = rest[0];
     if (!id || id.startsWith('--')) throw new UsageError('keys revoke needs a key ID');
-    const flags = parseFlags(rest.slice(1), ['--data-dir']);
+    const flags = parseFlags(rest.slice(1), ['--data-dir', '--store']);
     await withStore(flags, async (store) => {
       const revoked = await store.keys.revoke(id, null);
       if (!revoked) throw new StartupError(`no key with id ${id}`);

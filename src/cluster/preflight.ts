@@ -4,7 +4,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { ensureModel } from '../models/fetch.js';
-import type { Config } from '../config.js';
+import { storeOptions, type Config } from '../config.js';
+import { openStore, type Store } from '../store/index.js';
+import { isPostgresUrl } from '../store/postgres/index.js';
 
 export class StartupError extends Error {
   override readonly name = 'StartupError';
@@ -24,6 +26,32 @@ export function checkDataDir(dir: string): void {
     const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw new StartupError(`data dir ${dir} is not a readable and writable directory (${reason})`);
   }
+}
+
+/** The store as the configuration names it; a failure to open it is one line naming where. */
+export async function openConfiguredStore(config: Config): Promise<Store> {
+  try {
+    return await openStore(config.store, storeOptions(config));
+  } catch (err) {
+    throw new StartupError(`cannot open the store ${storeName(config)}: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** "LMDB in DIR" or the PostgreSQL URL without its password. */
+export function storeName(config: Config): string {
+  if (!isPostgresUrl(config.store)) return `LMDB in ${config.store}`;
+  const url = new URL(config.store);
+  url.password = '';
+  return `PostgreSQL at ${url.toString()}`;
+}
+
+/**
+ * Before any worker starts: a data dir that can be written, or a database that accepts this node
+ * (migrated, the same ARBITRA_KEY_SECRET as the other nodes), so a mistake is one line, not one per worker.
+ */
+export async function prepareStore(config: Config): Promise<void> {
+  if (!isPostgresUrl(config.store)) return checkDataDir(config.store);
+  await (await openConfiguredStore(config)).close();
 }
 
 /** The model file to load: a catalogue model, fetched when missing, or a named file, which must exist. */

@@ -9,7 +9,7 @@ import { serveClusterMetrics } from '../metrics/cluster.js';
 import { registerEngineMetrics } from '../metrics/engine.js';
 import { startPurgeScheduler } from '../workers/purge.js';
 import { createModelCatalog } from '../api/routes/models.js';
-import { checkDataDir, probePort, resolveModel, startupLine, StartupError } from './preflight.js';
+import { prepareStore, storeName, probePort, resolveModel, startupLine, StartupError } from './preflight.js';
 import { runSelfTest } from './self-test.js';
 import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js';
 
@@ -25,7 +25,8 @@ export interface PrimaryHandle {
 }
 
 export async function runPrimary(config: Config, log: (line: string) => void): Promise<PrimaryHandle> {
-  checkDataDir(config.dataDir);
+  await prepareStore(config);
+  log(`store: ${storeName(config)}`);
   const port = await probePort(config.host, config.port);
   // Remote engines hold the model; this node only names it.
   const modelPath = config.engines ? null : await resolveModel(config, log);
@@ -36,7 +37,7 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
   const engines = startEngines(config, { id: modelId, path: modelPath }, log, engineMetrics.relayed);
   hosts = engines.hosts;
   // One purge schedule for the whole data dir, off the event loop in a piscina thread.
-  const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, {
+  const purge = startPurgeScheduler(config.store, config.limits.purgeIntervalSeconds * 1000, {
     storeOptions: storeOptions(config),
     log,
   });

@@ -6,11 +6,10 @@ import { createLocalEngine, type LocalEngine } from '../engine/local.js';
 import { EngineError, type EngineService } from '../engine/types.js';
 import { startHttpServer } from '../http/server.js';
 import { localMetricsText } from '../metrics/cluster.js';
-import { openStore } from '../store/index.js';
 import { startPurgeScheduler } from '../workers/purge.js';
 import type { EngineStatus } from '../engine/ipc.js';
 import { runSelfTest } from './self-test.js';
-import { checkDataDir, probePort, resolveModel, startupLine } from './preflight.js';
+import { prepareStore, storeName, openConfiguredStore, probePort, resolveModel, startupLine } from './preflight.js';
 
 export interface Running {
   port: number;
@@ -18,10 +17,11 @@ export interface Running {
 }
 
 export async function runSingle(config: Config, log: (line: string) => void): Promise<Running> {
-  checkDataDir(config.dataDir);
+  await prepareStore(config);
+  log(`store: ${storeName(config)}`);
   const port = await probePort(config.host, config.port);
   const modelPath = await resolveModel(config, log);
-  const store = await openStore(config.dataDir, storeOptions(config));
+  const store = await openConfiguredStore(config);
 
   let status: EngineStatus = 'loading';
   let local: LocalEngine | null = null;
@@ -66,7 +66,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
     await store.close();
     throw err;
   }
-  const purge = startPurgeScheduler(config.dataDir, config.limits.purgeIntervalSeconds * 1000, { storeOptions: storeOptions(config), log });
+  const purge = startPurgeScheduler(config.store, config.limits.purgeIntervalSeconds * 1000, { storeOptions: storeOptions(config), log });
   log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: implementation }));
   if (config.selfTest) runSelfTest(engine, info, deps.models.id, log);
   return {

@@ -1,11 +1,11 @@
 // One HTTP worker of `arbitra serve`: the engine over its socket, its own LMDB handle, the full route set.
 import { createApp, createAppDeps } from '../app.js';
-import { storeOptions, type Config } from '../config.js';
+import type { Config } from '../config.js';
 import { connectEngine } from '../engine/client.js';
 import { engineClientOptions } from './engines.js';
+import { openConfiguredStore } from './preflight.js';
 import { startHttpServer } from '../http/server.js';
 import { workerMetrics } from '../metrics/cluster.js';
-import { openStore } from '../store/index.js';
 import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js';
 
 export async function runWorker(config: Config, log: (line: string) => void): Promise<void> {
@@ -15,7 +15,7 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
   try {
     const port = Number(process.env[CLUSTER_PORT_ENV] ?? config.port);
     const engine = connectEngine(engineClientOptions(config), log);
-    const store = await openStore(config.dataDir, storeOptions(config));
+    const store = await openConfiguredStore(config);
     let implementation: 'uws' | 'node' = 'node';
     const deps = createAppDeps(config, {
       engine,
