@@ -3,7 +3,7 @@ import t from 'tap';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { openStore, type StoreOptions } from '../../src/store/index.js';
+import { openStore, type CalibrationRecord, type StoreOptions } from '../../src/store/index.js';
 import { backendsFor } from '../helpers/backends.js';
 
 for (const backend of await backendsFor(t)) {
@@ -124,6 +124,42 @@ for (const backend of await backendsFor(t)) {
       t.equal((await store.traces.list('k')).length, 2);
       t.equal((await store.traces.list('k', { requestId: 'r1' }))[0]?.outcome, 'B');
       t.equal((await store.traces.list('other')).length, 0);
+    });
+
+    t.test('traces: all() walks every trace of every key, in key order, past one page', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      const received_at = new Date().toISOString();
+      // Past the PostgreSQL store's page of 1,000, over three keys.
+      const records = Array.from({ length: 2100 }, (_, i) => ({
+        key_id: `k${i % 3}`,
+        request_id: `r${String(i).padStart(4, '0')}`,
+        question: '',
+        outcome: i,
+        observed_at: null,
+        metadata: null,
+        received_at,
+      }));
+      await store.traces.putMany(records);
+      const seen: string[] = [];
+      for await (const r of store.traces.all()) seen.push(`${r.key_id}/${r.request_id}`);
+      t.equal(seen.length, 2100, 'every trace once');
+      t.same(seen, records.map((r) => `${r.key_id}/${r.request_id}`).sort(), 'in key order');
+    });
+
+    t.test('calibrations: versions count up per model and layout; the newest is served', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      type Fit = CalibrationRecord & { fit: number };
+      const sha = 'ab'.repeat(32);
+      t.equal(await store.calibrations.latest(sha, 'L1'), null);
+      const added = await Promise.all([1, 2, 3].map((i) => store.calibrations.add<Fit>({ model_sha256: sha, layout: 'L1', fit: i })));
+      t.same(added.map((r) => r.version).sort(), ['L1.abababab.1', 'L1.abababab.2', 'L1.abababab.3'], 'concurrent fits get distinct versions');
+      const other = await store.calibrations.add<Fit>({ model_sha256: sha, layout: 'L2', fit: 9 });
+      t.equal(other.version, 'L2.abababab.1', 'counted per layout');
+      const latest = await store.calibrations.latest<Fit>(sha, 'L1');
+      t.equal(latest?.version, 'L1.abababab.3');
+      t.equal(latest?.fit, added.find((r) => r.version === 'L1.abababab.3')?.fit, 'with the record as it was added');
     });
 
     t.test('verification tokens: single use, owner only, expiry', async (t) => {
