@@ -46,10 +46,11 @@ function platformBinDir(): string | { reason: string } {
   }
 }
 
-function idOf(flag: '-u' | '-g', user: string): number {
-  const r = spawnSync('id', [flag, user], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`id ${flag} ${user}: ${r.stderr.trim()}`);
-  return Number(r.stdout.trim());
+/** uid and gid of `nobody`; null where the system has no such user. */
+function nobody(): { uid: number; gid: number } | null {
+  const id = (flag: string) => spawnSync('id', [flag, 'nobody'], { encoding: 'utf8' });
+  const [uid, gid] = [id('-u'), id('-g')];
+  return uid.status === 0 && gid.status === 0 ? { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) } : null;
 }
 
 /** As root: a copy of the native tree that `nobody` can read, made once per version and machine. */
@@ -75,8 +76,9 @@ function findBinaries(): Binaries | { reason: string } {
   const found = platformBinDir();
   if (typeof found !== 'string') return found;
   const root = process.getuid?.() === 0;
+  const as = root ? nobody() : undefined;
+  if (as === null) return { reason: 'PostgreSQL refuses to run as root, and there is no user nobody to run it as' };
   const binDir = root ? copyForNobody(found) : found;
-  const as = root ? { uid: idOf('-u', 'nobody'), gid: idOf('-g', 'nobody') } : undefined;
   const bins = { initdb: path.join(binDir, 'initdb'), postgres: path.join(binDir, 'postgres'), as };
   // Only a binary that cannot start at all (wrong platform, missing shared libraries) skips; any
   // later failure is a failure of the test.
