@@ -215,6 +215,12 @@ export interface StoreOptions {
   idempotencyMax?: number;
   /** Active API keys per user (ARBITRA_MAX_KEYS_PER_USER), default DEFAULT_MAX_KEYS_PER_USER. */
   maxKeysPerUser?: number;
+  /**
+   * Connections one process keeps to a database server (PostgreSQL), default 10. Every process of
+   * every node has its own pool (primary, each worker, the purge thread), so nodes × processes ×
+   * poolSize must stay under the server's max_connections.
+   */
+  poolSize?: number;
   /** Where a backend reports trouble it recovers from (a dropped database connection); stderr by default. */
   log?: (line: string) => void;
 }

@@ -17,6 +17,8 @@ import { createUserStore } from './users.js';
 import { createVerificationTokenStore } from './verification.js';
 import { createWaitlistStore } from './waitlist.js';
 
+const DEFAULT_POOL_SIZE = 10;
+
 export function isPostgresUrl(location: string): boolean {
   return /^postgres(ql)?:\/\//.test(location);
 }
@@ -47,7 +49,7 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
   }
   if (opts.keySecret.length < 32) throw new Error('ARBITRA_KEY_SECRET must be at least 32 characters');
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const pool = new pg.Pool({ connectionString: url });
+  const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? DEFAULT_POOL_SIZE });
   // An idle connection the server drops (restart, failover) is replaced by the pool; without a
   // listener its error would end the process.
   pool.on('error', (err) => log(`PostgreSQL connection lost: ${err.message}`));

@@ -77,6 +77,26 @@ if (server) {
     await t.rejects(openStore(url, { keySecret: TEST_KEY_SECRET }), { name: 'SchemaError', message: /schema is at version 9999 \(from_the_future\), newer than this arbitra knows/ });
   });
 
+  t.test('a store keeps at most poolSize connections, however many calls wait', async (t) => {
+    const url = await server.freshDatabase();
+    const store = await openStore(url, { keySecret: TEST_KEY_SECRET, poolSize: 3 });
+    const watcher = new pg.Client({ connectionString: url });
+    await watcher.connect();
+    t.teardown(() => Promise.all([store.close(), watcher.end()]));
+    const { record } = await store.keys.create('pool@example.com');
+    const limits = { requestsPerSecond: 1e6, maxInFlight: 1e6, freeDailyDecisions: 0, monthlyCap: 0, billing: false, startingBalanceEur: 0 };
+    let most = 0;
+    const burst = Promise.all(Array.from({ length: 200 }, () => store.counters.admit(record, limits)));
+    let done = false;
+    void burst.finally(() => (done = true));
+    while (!done) {
+      const { rows } = await watcher.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+      most = Math.max(most, rows[0]!.n);
+    }
+    t.equal((await burst).filter((r) => r.ok).length, 200);
+    t.ok(most >= 1 && most <= 3, `at most 3 connections seen (${most})`);
+  });
+
   t.test('the location of a PostgreSQL store never shows its password', async (t) => {
     const url = new URL(await server.freshDatabase());
     url.password = 'hunter2'; // the test server trusts loopback, so any password connects
