@@ -23,6 +23,8 @@ export interface Config {
   dataDir: string;
   /** Where the state lives: a postgres:// URL every node shares (--store), else the LMDB environment in dataDir. */
   store: string;
+  /** Connections each process may open to PostgreSQL (--store-pool). */
+  storePool: number;
   /** ARBITRA_KEY_SECRET: HMAC key of stored secrets; required with PostgreSQL, the same on every node. */
   keySecret: string | undefined;
   /** Path of the GGUF model file. */
@@ -62,6 +64,12 @@ export interface Config {
   maxKeysPerUser: number;
 }
 
+/**
+ * Per process: most of a worker's store calls are one short statement, so a few connections keep
+ * up, and an 8-worker node then holds at most 40, two of them stay under PostgreSQL's default 100.
+ */
+const DEFAULT_STORE_POOL = 4;
+
 interface Setting {
   flag: string;
   env: string;
@@ -75,6 +83,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--host', env: 'ARBITRA_HOST', help: 'address to listen on (default 127.0.0.1)' },
   { flag: '--port', env: 'ARBITRA_PORT', help: 'TCP port, 0 picks a free one (default 8080)' },
   { flag: '--data-dir', env: 'ARBITRA_DATA_DIR', help: 'LMDB data folder (default ./data)' },
+  { flag: '--store-pool', env: 'ARBITRA_STORE_POOL', help: `PostgreSQL connections per process; a node opens up to (workers + 2) times as many, and all nodes together must stay under the server's max_connections (default ${DEFAULT_STORE_POOL})` },
   { flag: '--store', env: 'ARBITRA_STORE_URL', help: 'postgres://user:password@host:port/db: keep the state in PostgreSQL, shared by every node pointed at it (needs ARBITRA_KEY_SECRET); default: LMDB in --data-dir' },
   { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name (see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
@@ -233,6 +242,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     port: int('--port', 0, 65535) ?? 8080,
     dataDir,
     store: storeUrl?.value ?? dataDir,
+    storePool: int('--store-pool', 1, 1000) ?? DEFAULT_STORE_POOL,
     keySecret,
     model,
     modelEntry,
@@ -282,6 +292,7 @@ function parseAliases(text: string | undefined): Record<string, string> {
 export function storeOptions(config: Config): StoreOptions {
   return {
     keySecret: config.keySecret,
+    poolSize: config.storePool,
     idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
     idempotencyMax: config.limits.idempotencyMax,
     maxKeysPerUser: config.maxKeysPerUser,
@@ -289,6 +300,7 @@ export function storeOptions(config: Config): StoreOptions {
 }
 
 const MAX_GPUS = 64;
+
 
 /** "0,1,3" → [0, 1, 3]: distinct device indexes, each an engine. */
 function gpuList(r: { value: string; source: string } | undefined): number[] | null {

@@ -25,3 +25,9 @@ t.test('refusals name the setting and hide the password', async (t) => {
   t.throws(() => loadConfig([], { ARBITRA_STORE_URL: 'postgres://db/x' }), /ARBITRA_STORE_URL needs ARBITRA_KEY_SECRET/);
   t.throws(() => loadConfig([], { ARBITRA_KEY_SECRET: 'short' }), /ARBITRA_KEY_SECRET must be at least 32 characters/);
 });
+
+t.test('--store-pool bounds the connections of each process', async (t) => {
+  t.equal(storeOptions(loadConfig([], {})).poolSize, 4, 'a few per process by default');
+  t.equal(storeOptions(loadConfig(['--store-pool', '12'], {})).poolSize, 12);
+  t.throws(() => loadConfig([], { ARBITRA_STORE_POOL: '0' }), /ARBITRA_STORE_POOL must be an integer from 1 to 1000, got "0"/);
+});
