@@ -5,6 +5,8 @@ import { storeOptions, type Config } from '../config.js';
 import { createLocalEngine, type LocalEngine } from '../engine/local.js';
 import { EngineError, type EngineService } from '../engine/types.js';
 import { startHttpServer } from '../http/server.js';
+import { storeMetrics } from '../metrics/store.js';
+import { timedStore } from '../store/timed.js';
 import { localMetricsText } from '../metrics/cluster.js';
 import { startPurgeScheduler } from '../workers/purge.js';
 import type { EngineStatus } from '../engine/ipc.js';
@@ -21,7 +23,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   log(`store: ${storeName(config)}`);
   const port = await probePort(config.host, config.port);
   const modelPath = await resolveModel(config, log);
-  const store = await openConfiguredStore(config);
+  const store = timedStore(await openConfiguredStore(config), storeMetrics());
 
   let status: EngineStatus = 'loading';
   let local: LocalEngine | null = null;

@@ -5,6 +5,8 @@ import { connectEngine } from '../engine/client.js';
 import { engineClientOptions } from './engines.js';
 import { openConfiguredStore } from './preflight.js';
 import { startHttpServer } from '../http/server.js';
+import { storeMetrics } from '../metrics/store.js';
+import { timedStore } from '../store/timed.js';
 import { workerMetrics } from '../metrics/cluster.js';
 import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js';
 
@@ -15,7 +17,7 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
   try {
     const port = Number(process.env[CLUSTER_PORT_ENV] ?? config.port);
     const engine = connectEngine(engineClientOptions(config), log);
-    const store = await openConfiguredStore(config);
+    const store = timedStore(await openConfiguredStore(config), storeMetrics());
     let implementation: 'uws' | 'node' = 'node';
     const deps = createAppDeps(config, {
       engine,
