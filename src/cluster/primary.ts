@@ -26,7 +26,6 @@ export interface PrimaryHandle {
 
 export async function runPrimary(config: Config, log: (line: string) => void): Promise<PrimaryHandle> {
   await prepareStore(config);
-  log(`store: ${storeName(config)}`);
   const port = await probePort(config.host, config.port);
   // Remote engines hold the model; this node only names it.
   const modelPath = config.engines ? null : await resolveModel(config, log);
@@ -119,12 +118,14 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
       await allListening;
       started = true;
       log(startupLine({ host: config.host, port, model: modelId, backend: 'remote', workers: config.workers, http: implementation, engines: hosts.length }));
+      log(`store: ${storeName(config)}`);
       return { port, stop };
     }
     const [infos] = await Promise.all([Promise.all(hosts.map((host) => host.ready)), allListening]);
     const info = infos[0]!;
     started = true;
     log(startupLine({ host: config.host, port, model: modelId, backend: info.backend, workers: config.workers, http: implementation, engines: hosts.length }));
+    log(`store: ${storeName(config)}`);
     if (config.gpus && info.backend === 'cpu') {
       log(`this build has no GPU backend: --gpus ${config.gpus.join(',')} runs ${hosts.length} engines on the CPU, sharing its cores`);
     }

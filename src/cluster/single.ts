@@ -20,7 +20,6 @@ export interface Running {
 
 export async function runSingle(config: Config, log: (line: string) => void): Promise<Running> {
   await prepareStore(config);
-  log(`store: ${storeName(config)}`);
   const port = await probePort(config.host, config.port);
   const modelPath = await resolveModel(config, log);
   const store = timedStore(await openConfiguredStore(config), storeMetrics());
@@ -70,6 +69,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   }
   const purge = startPurgeScheduler(config.store, config.limits.purgeIntervalSeconds * 1000, { storeOptions: storeOptions(config), log });
   log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: implementation }));
+  log(`store: ${storeName(config)}`);
   if (config.selfTest) runSelfTest(engine, info, deps.models.id, log);
   return {
     port: server.port,
