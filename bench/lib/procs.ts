@@ -1,5 +1,7 @@
 // The processes of one `arbitra serve` read from Linux /proc: the primary, its HTTP workers (forked
-// by node:cluster, same command line as the primary) and the engine process (process-main.js).
+// by node:cluster, same command line as the primary) and the engine process (process-main.js); and
+// the CPU time of a process tree (a server, an engine, a database), for CPU per decision.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { seriesSummary, type SeriesSummary } from './stats.js';
 
@@ -93,4 +95,56 @@ export function memoryByProcess(timeline: readonly { atS: number; samples: reado
   return [...byPid.entries()]
     .map(([pid, r]) => ({ pid, role: r.role, firstSeenS: r.at[0]!, lastSeenS: r.at[r.at.length - 1]!, rssMb: seriesSummary(r.mb) }))
     .sort((a, b) => order[a.role] - order[b.role] || a.firstSeenS - b.firstSeenS || a.pid - b.pid);
+}
+
+/** Clock ticks of CPU from the text of /proc/PID/stat: the process's own (utime + stime) and its reaped children's (cutime + cstime). */
+export function cpuTicks(stat: string): number {
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return f[11]! + f[12]! + f[13]! + f[14]!;
+}
+
+/** The kernel's clock ticks per second (USER_HZ), which /proc/PID/stat counts in. */
+export function ticksPerSecond(): number {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+}
+
+/**
+ * CPU seconds used so far by `root` and every process below it, the exited ones included (a parent
+ * that reaped them counts them as its children's time). Differences between two readings are what
+ * the tree used in between, whichever of its processes came and went.
+ */
+export function treeCpuSeconds(root: number, hz: number): number {
+  const stats = new Map<number, string>();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = read(`/proc/${name}/stat`);
+    if (stat) stats.set(Number(name), stat);
+  }
+  let ticks = 0;
+  for (const [pid, stat] of stats) {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+      if (p === root) {
+        ticks += cpuTicks(stat);
+        break;
+      }
+      const s = stats.get(p);
+      if (!s) break;
+      p = parentPid(s);
+    }
+  }
+  return ticks / hz;
+}
+
+/** The lowest pid whose command line (its arguments) satisfies `match`, or null. */
+export function findProcess(match: (argv: string[]) => boolean): number | null {
+  const pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
+  for (const pid of pids) {
+    const cmdline = read(`/proc/${pid}/cmdline`);
+    if (cmdline && match(cmdline.split('\0').filter(Boolean))) return pid;
+  }
+  return null;
 }

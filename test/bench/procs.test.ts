@@ -1,6 +1,7 @@
-// Reading a server's processes from /proc: the parsing is pure, and the live scan finds this process.
+// Reading processes from /proc: the parsing is pure, and the live scans find this process and its child.
+import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import { memoryByProcess, parentPid, roleOf, rssMb, sampleServer } from '../../bench/lib/procs.js';
+import { cpuTicks, findProcess, memoryByProcess, parentPid, roleOf, rssMb, sampleServer, ticksPerSecond, treeCpuSeconds } from '../../bench/lib/procs.js';
 
 t.test('parentPid survives spaces and parentheses in the command name', async (t) => {
   t.equal(parentPid('123 (node) S 45 123 123 0 -1'), 45);
@@ -37,4 +38,20 @@ t.test('sampleServer finds a live process and its memory', { skip: process.platf
   const [self] = sampleServer(process.pid);
   t.equal(self?.role, 'primary');
   t.ok(self!.rssMb > 1);
+});
+
+t.test('cpuTicks adds own and reaped children’s user and system time', async (t) => {
+  // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime ...
+  t.equal(cpuTicks('42 (post gres) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 20 5 20 0 1 0'), 35);
+});
+
+t.test('treeCpuSeconds counts a child that burnt CPU and exited; findProcess finds this process', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+  const hz = ticksPerSecond();
+  t.ok(hz > 0);
+  const before = treeCpuSeconds(process.pid, hz);
+  const r = spawnSync(process.execPath, ['-e', 'const end = Date.now() + 300; while (Date.now() < end);']);
+  t.equal(r.status, 0);
+  t.ok(treeCpuSeconds(process.pid, hz) - before >= 0.2, 'the reaped child’s CPU is counted');
+  t.equal(findProcess((argv) => argv.includes(`--marker-${process.pid}`)), null);
+  t.ok((findProcess((argv) => argv[0] === process.argv0 || argv[0] === process.execPath) ?? Infinity) <= process.pid);
 });

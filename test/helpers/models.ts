@@ -1,9 +1,10 @@
 // The model files the suite runs on. `npm test` pulls the small ones from the catalogue before tap
 // starts; `npm install` fetched the default one.
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../../src/paths.js';
 
-const models = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'models');
+// From the package root, not this file, so the helpers work compiled too (bench/nodes.ts runs from dist/).
+const models = path.join(packageRoot(), 'models');
 
 /** Gemma 3 270M base: small and fast, no chat template (the plain layout). Tests of invariants use it. */
 export const TEST_MODEL = path.join(models, 'gemma-3-270m-q4_k_m.gguf');

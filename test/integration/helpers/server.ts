@@ -4,11 +4,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { freePort, groupAlive, waitGroupGone } from '../../../bench/lib/serve.js';
+import { packageRoot } from '../../../src/paths.js';
 import { TEST_MODEL } from '../../helpers/models.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+// From the package root, not this file: bench/nodes.ts runs these helpers compiled, from dist/.
+const root = packageRoot();
 export const CLI = path.join(root, 'dist/src/cli/main.js');
 export const MODEL_FILE = TEST_MODEL;
 export const CONSOLE_TOKEN = 'integration-console-token-0123456789';
