@@ -19,6 +19,19 @@ export interface TestPostgres {
   readonly url: string;
   /** Creates an empty database and returns its URL; each test that needs a fresh schema takes one. */
   freshDatabase(): Promise<string>;
+  /**
+   * An outage: a fast shutdown (open sessions are ended, as a crash or a failover ends them) that
+   * keeps the data dir, so up() brings back everything committed. Connections are refused meanwhile.
+   */
+  down(): Promise<void>;
+  /** Starts the server again on the same port and data dir after down(). */
+  up(): Promise<void>;
+  /**
+   * A server that hangs (SIGSTOP to the postmaster and every backend): connections are accepted by
+   * the kernel but never answered, and queries on open sessions never return. thaw() resumes it.
+   */
+  freeze(): void;
+  thaw(): void;
   /** Shuts the server down, then removes its data dir. */
   stop(): Promise<void>;
 }
@@ -166,6 +179,12 @@ function stopServer(child: ChildProcess): Promise<void> {
   });
 }
 
+/** The postmaster and its backends, the processes a hung server stops. */
+function serverPids(child: ChildProcess): number[] {
+  const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(child.pid)], { encoding: 'utf8' }).stdout;
+  return [child.pid!, ...children.split('\n').filter((l) => l.trim() !== '').map(Number)];
+}
+
 /** Starts a fresh server; a string with the reason when the binaries cannot run on this machine. */
 export async function startPostgres(): Promise<TestPostgres | string> {
   const bins = findBinaries();
@@ -185,10 +204,20 @@ export async function startPostgres(): Promise<TestPostgres | string> {
       if (attempt >= 2 || !/could not bind|Address already in use/.test((err as Error).message)) throw err;
     }
   }
-  const server = child;
+  let server: ChildProcess | null = child;
   // A test process that dies without its teardown must not leave a server behind.
-  const onExit = () => server.kill('SIGQUIT');
+  const onExit = () => server?.kill('SIGQUIT');
   process.once('exit', onExit);
+  const signalAll = (signal: NodeJS.Signals) => {
+    if (!server) return;
+    for (const pid of serverPids(server)) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // A backend that ended meanwhile.
+      }
+    }
+  };
 
   const url = `postgres://${USER}@127.0.0.1:${port}/postgres`;
   let databases = 0;
@@ -205,9 +234,27 @@ export async function startPostgres(): Promise<TestPostgres | string> {
       }
       return `postgres://${USER}@127.0.0.1:${port}/${name}`;
     },
+    async down() {
+      if (!server) return;
+      const ending = server;
+      server = null;
+      await new Promise<void>((resolve) => {
+        if (ending.exitCode !== null || ending.signalCode !== null) return resolve();
+        ending.once('exit', () => resolve());
+        ending.kill('SIGINT');
+      });
+    },
+    async up() {
+      if (!server) server = await startServer(bins, dataDir, port);
+    },
+    freeze: () => signalAll('SIGSTOP'),
+    thaw: () => signalAll('SIGCONT'),
     async stop() {
       process.off('exit', onExit);
-      await stopServer(server);
+      if (server) {
+        signalAll('SIGCONT');
+        await stopServer(server);
+      }
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
