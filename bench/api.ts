@@ -1,9 +1,9 @@
-// `npm run bench:api`: decisions per second and p50/p99 latency of POST /v1/systemone at
-// concurrency 1, 8 and 32, against llama-server built from the same llama.cpp source, same model
-// and threads, asked one prompt per question × pass (n_predict 1, n_probs) by the same load
-// generator. Writes bench/out/api.json and the API section of bench/RESULTS.md.
-import { execFileSync, spawn } from 'node:child_process';
-import fs from 'node:fs';
+// `npm run bench:api`: decisions per second and p50/p99 latency of POST /v1/systemone, with exact
+// kernels (the default) and with fast ones, against llama-server built from the same llama.cpp
+// source, same model and threads, asked one prompt per question × pass (n_predict 1, n_probs) by
+// the same load generator. The three servers run side by side and take turns on each cell in short
+// rounds, so that the machine's drift in speed falls on all of them alike. Writes bench/out/api.json
+// and the API section of bench/RESULTS.md.
 import os from 'node:os';
 import path from 'node:path';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
@@ -11,16 +11,20 @@ import { packageRoot } from '../src/paths.js';
 import { engineRequestFor } from './lib/capture.js';
 import { ensureLlamaTool } from './lib/llama-bench.js';
 import { startLlamaServer } from './lib/llama-server.js';
-import { runLoad, type LoadResult } from './lib/load.js';
+import { poolRounds, runRound, turnOrder, type LoadResult, type LoadRound } from './lib/load.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
-import { freePort } from './lib/serve.js';
+import { freePort, serve } from './lib/serve.js';
+import { ms } from './lib/stats.js';
 
 const root = packageRoot();
 const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
 const seconds = Number(process.env.BENCH_SECONDS) || 15;
+const roundCount = Number(process.env.BENCH_ROUNDS) || 3;
+const roundSeconds = seconds / roundCount;
 const levels = (process.env.BENCH_CONCURRENCY ?? '1,8,32').split(',').map(Number);
 const log = (msg: string): void => void process.stdout.write(`[bench:api] ${msg}\n`);
+const rel = (command: string): string => command.split(' ').map((a) => (path.isAbsolute(a) ? path.relative(root, a) : a)).join(' ');
 
 const TICKET =
   'Ticket #4471 from a customer in Lyon. "Hello, I ordered the blue winter jacket (size M) on the 3rd and paid with my credit card. ' +
@@ -50,6 +54,14 @@ const WORKLOADS = {
     body: { model: 'jev-latest', state: TICKET, questions: { refund: { type: 'noul', instructions: 'Does the customer accept a refund?' } } },
   },
 } as const;
+type Workload = keyof typeof WORKLOADS;
+const WORKLOAD_NAMES = Object.keys(WORKLOADS) as Workload[];
+
+// Issue 9: decisions/s of ours over llama-server's.
+const GOALS = [
+  { workload: 'a', levels: [8], ratio: 5 },
+  { workload: 'b', levels: [1, 8], ratio: 1.2 },
+] as const;
 
 // Every request carries its own state, as real traffic does: otherwise both servers would only
 // measure their caches (llama-server's slots keep whole identical prompts).
@@ -57,51 +69,93 @@ const STATE_SLOT = '\u0001STATE\u0001';
 let requestNumber = 0;
 const nextState = (): string => `${TICKET} (reference ${++requestNumber})`;
 
-/** The prompts our decision layer builds for a body, with STATE_SLOT where the state goes: what the baseline is asked, one per branch. */
-async function promptsFor(body: object, engine: LocalEngine): Promise<{ prompts: string[]; candidates: number }> {
-  const request = await engineRequestFor({ ...body, state: STATE_SLOT }, await engine.info());
-  const framed = engine.framedText(request);
-  return { prompts: framed.suffixes.map((suffix) => framed.prefix + suffix), candidates: request.branches[0]!.answers.length };
+interface Prompts {
+  /** What the baseline is asked for one decision, one prompt per branch, STATE_SLOT where the state goes. */
+  prompts: string[];
+  candidates: number;
+  /** Tokens our engine runs through the model for one decision with a state it has not seen. */
+  evaluatedTokens: number;
 }
 
-async function startArbitra(dataDir: string, port: number): Promise<{ key: string; stop: () => Promise<void>; command: string }> {
-  const cli = path.join(root, 'dist', 'src', 'cli', 'main.js');
-  const env = {
-    ...process.env,
-    ARBITRA_RATE_LIMIT_RPS: '1000000',
-    ARBITRA_MAX_IN_FLIGHT: '100000',
-    ARBITRA_FREE_DAILY_DECISIONS: '100000000',
-    ARBITRA_MONTHLY_CAP: '100000000',
-  };
-  const key = execFileSync(process.execPath, [cli, 'keys', 'create', '--email', 'bench@example.com', '--data-dir', dataDir], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n')[0]!.trim();
-  const args = [cli, 'serve', '--port', String(port), '--data-dir', dataDir, '--model', model, '--workers', '1', '--threads', String(threads)];
-  // The start-up line goes to stderr, like every line the server logs.
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stderr!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('listening on')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`arbitra serve exited with ${code}: ${out}`)));
+async function promptsFor(body: object, engine: LocalEngine): Promise<Prompts> {
+  const info = await engine.info();
+  const request = await engineRequestFor({ ...body, state: STATE_SLOT }, info);
+  const framed = engine.framedText(request);
+  const { evaluatedTokens } = await engine.scoreText(await engineRequestFor({ ...body, state: nextState() }, info));
+  return { prompts: framed.suffixes.map((suffix) => framed.prefix + suffix), candidates: request.branches[0]!.answers.length, evaluatedTokens };
+}
+
+/** A server under test, up for the whole run; the load generator asks it for one decision at a time. */
+interface Side {
+  name: string;
+  command: string;
+  decide(w: Workload): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+async function arbitraSide(kernels: 'exact' | 'fast'): Promise<Side> {
+  const server = await serve({
+    model,
+    workers: 1,
+    args: ['--threads', String(threads), '--kernels', kernels],
+    env: { ARBITRA_RATE_LIMIT_RPS: '1000000', ARBITRA_MAX_IN_FLIGHT: '100000', ARBITRA_FREE_DAILY_DECISIONS: '100000000', ARBITRA_MONTHLY_CAP: '100000000' },
+  });
+  const { key } = await server.createKey('bench@example.com', 'bench:api').catch(async (err: unknown) => {
+    await server.stop();
+    throw err;
   });
   return {
-    key,
-    command: ['node', ...args.map((a) => path.relative(root, a) || a)].join(' '),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    name: `ours ${kernels}`,
+    command: server.command,
+    stop: server.stop,
+    async decide(w) {
+      const r = await fetch(`${server.url}/v1/systemone`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ ...WORKLOADS[w].body, state: nextState() }),
+      });
+      await r.arrayBuffer();
+      return r.status === 200;
+    },
+  };
+}
+
+async function llamaServerSide(binary: string, prompts: Record<Workload, Prompts>): Promise<Side & { tokensPerDecision(w: Workload): number }> {
+  // One slot per concurrent prompt up to 32 (llama-server's continuous batching), each with room for one prompt.
+  const server = await startLlamaServer(binary, { model, port: await freePort(), threads, parallel: 32, ctxPerSlot: 1024 });
+  // Prompt tokens llama-server reports it evaluated: shows whether its slots reused any prefix.
+  const evaluated = Object.fromEntries(WORKLOAD_NAMES.map((w) => [w, { tokens: 0, prompts: 0 }])) as Record<Workload, { tokens: number; prompts: number }>;
+  const ask = async (w: Workload, prompt: string): Promise<boolean> => {
+    const r = await fetch(`${server.url}/completion`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt, n_predict: 1, n_probs: Math.max(prompts[w].candidates, 10), temperature: 0, cache_prompt: true }),
+    });
+    const j = (await r.json()) as { completion_probabilities?: unknown[]; timings?: { prompt_n?: number } };
+    evaluated[w].tokens += j.timings?.prompt_n ?? 0;
+    evaluated[w].prompts++;
+    return r.ok && Array.isArray(j.completion_probabilities);
+  };
+  return {
+    name: 'llama-server',
+    command: rel(server.command),
+    stop: server.stop,
+    // A decision is all of its question × pass prompts, sent together as a client would.
+    async decide(w) {
+      const state = nextState();
+      return (await Promise.all(prompts[w].prompts.map((p) => ask(w, p.replace(STATE_SLOT, state))))).every(Boolean);
+    },
+    tokensPerDecision: (w) => (evaluated[w].tokens / evaluated[w].prompts) * prompts[w].prompts.length,
   };
 }
 
 interface Row {
-  workload: string;
+  workload: Workload;
   concurrency: number;
-  ours: LoadResult;
-  baseline: LoadResult;
-  ratio: number;
+  /** By side name. */
+  results: Record<string, LoadResult>;
+  /** Ours ÷ llama-server in decisions/s, by our side's name. */
+  ratios: Record<string, number>;
 }
 
 async function main(): Promise<void> {
@@ -112,87 +166,113 @@ async function main(): Promise<void> {
   const prompts = { a: await promptsFor(WORKLOADS.a.body, local), b: await promptsFor(WORKLOADS.b.body, local) };
   await local.close();
 
+  log('starting both of our servers and llama-server');
+  const starting = [arbitraSide('exact'), arbitraSide('fast'), llamaServerSide(serverBinary, prompts)] as const;
+  const settled = await Promise.allSettled(starting);
+  const failedStart = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failedStart) {
+    await Promise.all(settled.map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
+    throw failedStart.reason;
+  }
+  const [exact, fast, baseline] = await Promise.all(starting);
+  const sides: Side[] = [exact, fast, baseline];
+  const ours = [exact, fast];
+  // Our servers run in process groups of their own, which the terminal's Ctrl-C does not reach.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void Promise.all(sides.map((s) => s.stop())).finally(() => process.exit(130)));
+  }
+
   const rows: Row[] = [];
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'arbitra-bench-'));
-  const arbitraPort = await freePort();
-  const arbitra = await startArbitra(dataDir, arbitraPort);
-  const ours: Record<string, LoadResult[]> = { a: [], b: [] };
+  const loads = [os.loadavg()[0]!];
   try {
-    for (const w of ['a', 'b'] as const) {
-      const once = async (): Promise<boolean> => {
-        const r = await fetch(`http://127.0.0.1:${arbitraPort}/v1/systemone`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${arbitra.key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ ...WORKLOADS[w].body, state: nextState() }),
-        });
-        await r.arrayBuffer();
-        return r.status === 200;
-      };
-      await runLoad(once, { concurrency: 2, seconds: 0, minPerClient: 2 });
+    for (const w of WORKLOAD_NAMES) {
+      // The first requests pay one-off costs (connections, graph allocation) that no cell should.
+      for (const side of sides) await runRound(() => side.decide(w), { concurrency: 2, seconds: 0, minPerClient: 2 });
       for (const c of levels) {
-        const res = await runLoad(once, { concurrency: c, seconds, minPerClient: 1 });
-        log(`arbitra  ${w} c=${c}: ${res.perSecond.toFixed(2)} decisions/s, p50 ${res.p50ms.toFixed(0)} ms, p99 ${res.p99ms.toFixed(0)} ms (${res.completed} ok, ${res.failed} failed)`);
-        ours[w]!.push(res);
+        const rounds = sides.map((): LoadRound[] => []);
+        for (let r = 0; r < roundCount; r++) {
+          for (const i of turnOrder(sides.length, r)) {
+            loads.push(os.loadavg()[0]!);
+            rounds[i]!.push(await runRound(() => sides[i]!.decide(w), { concurrency: c, seconds: roundSeconds }));
+          }
+        }
+        const results = Object.fromEntries(sides.map((s, i) => [s.name, poolRounds(c, rounds[i]!)]));
+        for (const s of sides) {
+          const res = results[s.name]!;
+          log(`${w} c=${c} ${s.name}: ${res.perSecond.toFixed(2)} decisions/s, p50 ${ms(res.p50ms)} ms, p99 ${ms(res.p99ms)} ms (${res.completed} ok, ${res.failed} failed; rounds ${res.roundRates.map((x) => x.toFixed(2)).join(', ')})`);
+        }
+        rows.push({ workload: w, concurrency: c, results, ratios: Object.fromEntries(ours.map((s) => [s.name, results[s.name]!.perSecond / results[baseline.name]!.perSecond])) });
       }
     }
   } finally {
-    await arbitra.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await Promise.all(sides.map((s) => s.stop()));
   }
 
-  // One slot per concurrent prompt up to 32 (llama-server's continuous batching), each with room for one prompt.
-  const llamaPort = await freePort();
-  const baseline = await startLlamaServer(serverBinary, { model, port: llamaPort, threads, parallel: 32, ctxPerSlot: 1024 });
-  try {
-    for (const w of ['a', 'b'] as const) {
-      const { prompts: list, candidates } = prompts[w];
-      const ask = async (prompt: string): Promise<boolean> => {
-        const r = await fetch(`${baseline.url}/completion`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ prompt, n_predict: 1, n_probs: Math.max(candidates, 10), temperature: 0, cache_prompt: true }),
-        });
-        const j = (await r.json()) as { completion_probabilities?: unknown[] };
-        return r.ok && Array.isArray(j.completion_probabilities);
-      };
-      // A decision is all of its question × pass prompts, sent together as a client would.
-      const once = async (): Promise<boolean> => {
-        const state = nextState();
-        return (await Promise.all(list.map((p) => ask(p.replace(STATE_SLOT, state))))).every(Boolean);
-      };
-      await runLoad(once, { concurrency: 2, seconds: 0, minPerClient: 2 });
-      for (const [i, c] of levels.entries()) {
-        const res = await runLoad(once, { concurrency: c, seconds, minPerClient: 1 });
-        log(`baseline ${w} c=${c}: ${res.perSecond.toFixed(2)} decisions/s, p50 ${res.p50ms.toFixed(0)} ms, p99 ${res.p99ms.toFixed(0)} ms (${res.completed} ok, ${res.failed} failed)`);
-        const mine = ours[w]![i]!;
-        rows.push({ workload: w, concurrency: c, ours: mine, baseline: res, ratio: mine.perSecond / res.perSecond });
-      }
-    }
-  } finally {
-    await baseline.stop();
-  }
-
-  const load = os.loadavg()[0]!.toFixed(2);
-  const out = { date: new Date().toISOString(), cpus: os.availableParallelism(), threads, seconds, loadavg1: load, arbitra: arbitra.command, baseline: baseline.command, prompts: { a: prompts.a.prompts.length, b: prompts.b.prompts.length }, rows };
+  loads.push(os.loadavg()[0]!);
+  const tokens = Object.fromEntries(WORKLOAD_NAMES.map((w) => [w, { ours: prompts[w].evaluatedTokens, baseline: Math.round(baseline.tokensPerDecision(w)) }])) as Record<Workload, { ours: number; baseline: number }>;
+  const command = [...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS'].flatMap((k) => (process.env[k] ? [`${k}=${process.env[k]}`] : [])), 'npm run bench:api'].join(' ');
+  const out = {
+    date: new Date().toISOString(),
+    command,
+    cpus: os.availableParallelism(),
+    threads,
+    seconds,
+    rounds: roundCount,
+    loadavg1: { start: loads[0]!, max: Math.max(...loads), end: loads[loads.length - 1]! },
+    sides: sides.map((s) => ({ name: s.name, command: s.command })),
+    prompts: { a: prompts.a.prompts.length, b: prompts.b.prompts.length },
+    evaluatedTokensPerDecision: tokens,
+    rows,
+  };
   writeRawResult('api', out);
-  const fmt = (r: LoadResult): string => `${r.perSecond.toFixed(2)} | ${r.p50ms.toFixed(0)} | ${r.p99ms.toFixed(0)}`;
-  const table = rows
-    .map((r) => `| ${r.workload} | ${r.concurrency} | ${fmt(r.ours)} | ${fmt(r.baseline)} | **${r.ratio.toFixed(2)}×** |`)
-    .join('\n');
+
+  const x = (ratio: number): string => `${ratio.toFixed(2)}×`;
+  const header = ['workload', 'concurrency', ...sides.flatMap((s) => [`${s.name} decisions/s`, 'p50 ms', 'p99 ms']), ...ours.map((s) => `${s.name} ÷ llama-server`)];
+  const table = [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---|').join('')}`,
+    ...rows.map((r) => {
+      const cells = sides.flatMap((s) => [r.results[s.name]!.perSecond.toFixed(2), ms(r.results[s.name]!.p50ms), ms(r.results[s.name]!.p99ms)]);
+      return `| ${r.workload} | ${r.concurrency} | ${cells.join(' | ')} | ${ours.map((s) => `**${x(r.ratios[s.name]!)}**`).join(' | ')} |`;
+    }),
+  ].join('\n');
+  const goals = GOALS.map((g) => {
+    const verdicts = ours.flatMap((s) =>
+      g.levels.flatMap((c) => {
+        const row = rows.find((r) => r.workload === g.workload && r.concurrency === c);
+        if (!row) return [];
+        const ratio = row.ratios[s.name]!;
+        return [`${s.name} at ${c}: ${ratio >= g.ratio ? `${x(ratio)}, met` : `**${x(ratio)}, not met: ${((1 - ratio / g.ratio) * 100).toFixed(0)}% short**`}`];
+      }),
+    );
+    return `  - (${g.workload}) ≥ ${g.ratio}× at concurrency ${g.levels.join(' and ')}: ${verdicts.length > 0 ? verdicts.join('; ') : 'not measured in this run'}.`;
+  });
+  const exactOverFast = rows.map((r) => r.results[exact.name]!.perSecond / r.results[fast.name]!.perSecond);
+  const drift = Math.max(...rows.flatMap((r) => Object.values(r.results).map((res) => Math.max(...res.roundRates) / Math.min(...res.roundRates))));
+  const failures = rows.flatMap((r) => sides.flatMap((s) => (r.results[s.name]!.failed > 0 ? [`${s.name} (${r.workload}, c=${r.concurrency}): ${r.results[s.name]!.failed}`] : [])));
+  const load = (n: number): string => n.toFixed(2);
   replaceSection(
     path.join(root, 'bench', 'RESULTS.md'),
     'API',
-    `Command: \`npm run bench:api\` (${out.date}; ${out.cpus} cores, ${threads} engine threads, ${seconds} s per cell, 1-minute load average ${load} at the end).
+    `Command: \`${command}\` (${out.date}; ${out.cpus} cores, ${threads} engine threads per server, ${roundCount} rounds of ${roundSeconds.toFixed(0)} s per server and cell; 1-minute load average ${load(out.loadavg1.start)} at the start, up to ${load(out.loadavg1.max)} during the run, ${load(out.loadavg1.end)} at the end; the server under load accounts for about 2 of it).
 
 - Every request has its own state (the ticket plus a reference number), so neither server answers from a cache of whole prompts; within a request ours shares the state prefix across questions and passes.
 - (a) ${WORKLOADS.a.name}: ${prompts.a.prompts.length} prompts per decision for the baseline.
 - (b) ${WORKLOADS.b.name}: ${prompts.b.prompts.length} prompt per decision.
-- Ours: \`${out.arbitra}\` (rate limits raised for the run).
-- Baseline: \`${path.relative(root, baseline.command.split(' ')[0]!)} ${baseline.command.split(' ').slice(1).join(' ').replace(model, path.relative(root, model))}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.
+- Ours, exact kernels (the default, on which the determinism promise rests): \`${exact.command}\`.
+- Ours, fast kernels (llama.cpp's fastest CPU kernels, chosen by batch shape): \`${fast.command}\`.
+- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.
+- Interleaved: the three servers are started together and stay up for the whole run; only one is loaded at a time, the others idle. Each cell is ${roundCount} rounds; in a round each server in turn gets the cell's load for ${roundSeconds.toFixed(0)} s and then until its requests in flight finish (a round shorter than a request is one wave of requests), and the order rotates, so that each server goes first once in ${sides.length} rounds. A server's decisions/s are its completions over the summed time of its rounds, its percentiles over all of its latencies: a slow spell of the machine falls on all three alike. One server's rounds within one cell still differed by up to ${drift.toFixed(1)}× (\`roundRates\` in bench/out/api.json).
 
-| workload | concurrency | ours decisions/s | p50 ms | p99 ms | llama-server decisions/s | p50 ms | p99 ms | ratio (decisions/s) |
-|---|---|---|---|---|---|---|---|---|
 ${table}
+
+Reading the table:
+- Issue 9's goals, ours ÷ llama-server in decisions/s:
+${goals.join('\n')}
+- (a): ours evaluates the state once per decision and the ${prompts.a.prompts.length} question × pass suffixes after it, ${tokens.a.ours} tokens; llama-server evaluates each of the ${prompts.a.prompts.length} prompts on its own, ${tokens.a.baseline} tokens per decision by its own \`timings.prompt_n\`. That is ${x(tokens.a.baseline / tokens.a.ours)} fewer tokens: the most that sharing alone gives, reached when both evaluate tokens equally fast; the ratio is roughly that times our raw throughput relative to llama-server's, which (b) measures. ${GOALS[0].ratio}× at this state length needs our raw throughput at ${x(GOALS[0].ratio / (tokens.a.baseline / tokens.a.ours))} llama-server's or more; a longer state shares more.
+- (b): one question has no prefix to share: both evaluate the same prompt (${tokens.b.ours} tokens ours, ${tokens.b.baseline} llama-server), so the ratio is our raw prompt throughput against llama-server's on it, HTTP, decision layer and engine process hop included.
+- The price of the exact kernels at the API: exact ÷ fast decisions/s from ${x(Math.min(...exactOverFast))} to ${x(Math.max(...exactOverFast))} over the cells (the reference attention kernel, no repacked weights).
+- ${failures.length > 0 ? `Failed decisions: ${failures.join('; ')}.` : 'No request failed.'}
 `,
   );
   log('wrote bench/out/api.json and bench/RESULTS.md');

@@ -2,6 +2,8 @@
 // addon): the baseline the API benchmark compares against.
 import { spawn, type ChildProcess } from 'node:child_process';
 
+const STOP_GRACE_MS = 15_000;
+
 export interface RunningLlamaServer {
   url: string;
   command: string;
@@ -26,11 +28,16 @@ export async function startLlamaServer(binary: string, opts: { model: string; po
       return {
         url,
         command: [binary, ...args].join(' '),
-        stop: () =>
-          new Promise<void>((resolve) => {
-            child.once('exit', () => resolve());
-            child.kill('SIGTERM');
-          }),
+        async stop() {
+          // A server that already died (or took the terminal's Ctrl-C) sends no second 'exit'.
+          if (child.exitCode !== null || child.signalCode !== null) return;
+          const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+          child.kill('SIGTERM');
+          // Once its task queue has stopped, llama-server waits forever on requests still in flight.
+          const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+          await exited;
+          clearTimeout(kill);
+        },
       };
     }
     await new Promise((r) => setTimeout(r, 200));

@@ -20,6 +20,8 @@ export interface ServeOptions {
   /** A catalogue name or a GGUF path, passed to --model. */
   model: string;
   workers: number;
+  /** Further flags of `arbitra serve`. */
+  args?: readonly string[];
   /** ARBITRA_* variables on top of this process's environment. */
   env?: Record<string, string>;
 }
@@ -80,7 +82,7 @@ export function serverNotes(server: Served, log: (msg: string) => void): string[
 export async function serve(opts: ServeOptions): Promise<Served> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'arbitra-bench-'));
   const port = await freePort();
-  const args = ['serve', '--port', String(port), '--data-dir', dataDir, '--model', opts.model, '--workers', String(opts.workers)];
+  const args = ['serve', '--port', String(port), '--data-dir', dataDir, '--model', opts.model, '--workers', String(opts.workers), ...(opts.args ?? [])];
   const extra = { ARBITRA_CONSOLE_TOKEN: CONSOLE_TOKEN, ...(opts.env ?? {}) };
   const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...extra }, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   const pid = child.pid!;
