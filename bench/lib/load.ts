@@ -64,3 +64,8 @@ export function poolRounds(concurrency: number, rounds: readonly LoadRound[]): L
 export function turnOrder(n: number, round: number): number[] {
   return Array.from({ length: n }, (_, k) => (k + round) % n);
 }
+
+/** One closed-loop run measured on its own: a single round, pooled. */
+export async function runLoad(once: () => Promise<boolean>, opts: { concurrency: number; seconds: number; minPerClient?: number }): Promise<LoadResult> {
+  return poolRounds(opts.concurrency, [await runRound(once, opts)]);
+}
