@@ -45,6 +45,19 @@ export class KeyLimitError extends Error {
   }
 }
 
+/**
+ * The backend cannot be reached, or did not answer within its bounds (a database server that is
+ * down, restarting, partitioned away or stuck on a lock). Nothing was acknowledged: a write that
+ * fails this way was rolled back or never reached the server, so the caller may retry it. The HTTP
+ * layer answers 503 service_unavailable with Retry-After.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 export const TOKEN_HASH_PURPOSE = 'verification-token';
 const TOKEN_RE = /^avt_[0-9A-Za-z]{43}$/;
 

@@ -64,6 +64,8 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
       await env.flushed();
       return result;
     },
+    // The environment is a file this process has open: nothing to reach.
+    async ping() {},
     async close() {
       await env.flushed();
       await env.root.close();
@@ -71,5 +73,5 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
   };
 }
 
-export { normaliseEmail, looksLikeApiKey, KEY_PREFIX, DEFAULT_MAX_KEYS_PER_USER, KeyLimitError } from './common.js';
+export { normaliseEmail, looksLikeApiKey, KEY_PREFIX, DEFAULT_MAX_KEYS_PER_USER, KeyLimitError, StoreUnavailableError } from './common.js';
 export type * from './types.js';

@@ -250,6 +250,11 @@ export interface Store {
    * the state. The purge worker calls it off the main thread.
    */
   purgeExpired(nowMs?: number): Promise<PurgeResult>;
+  /**
+   * Resolves when the backend answers a trivial request within its bounds; rejects with
+   * StoreUnavailableError when it cannot be reached (for /health). LMDB always resolves.
+   */
+  ping(): Promise<void>;
   /** Waits for pending writes to become durable, then releases the backend's resources. */
   close(): Promise<void>;
 }

@@ -22,6 +22,8 @@ export default async function purge(task: PurgeTask): Promise<PurgeResult> {
   if (!store) {
     store = openStore(task.location, task.storeOptions);
     stores.set(task.location, store);
+    // A store that could not be opened (the database away) is opened again on the next run.
+    store.catch(() => stores.delete(task.location));
   }
   return (await store).purgeExpired(task.nowMs);
 }

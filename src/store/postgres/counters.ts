@@ -8,13 +8,16 @@
 // windows, balances) are single statements that check and increment in one row update.
 //
 // In-flight slots are leases: a node pushes the expiry of its own slots forward while they are
-// held, so the slots of a node that died lapse within LEASE_MS, whatever happened to it.
+// held, so the slots of a node that died lapse within LEASE_MS, whatever happened to it. Only the
+// slots it still holds are renewed: a slot whose release could not reach the database (an outage)
+// is no longer renewed and lapses too, instead of being kept alive by its node for ever.
 import type pg from 'pg';
 import { countsAsRateLimited, refusalOf, startingMicro } from '../admission.js';
 import { utcDay, utcMonth } from '../clock.js';
 import { randomBase62 } from '../secret.js';
 import type { CounterStore, UsageDayRow } from '../types.js';
 import { transaction } from './db.js';
+import { isOutage } from './outage.js';
 
 /** How long a slot outlives the last renewal of its node. */
 export const LEASE_MS = 30_000;
@@ -29,10 +32,17 @@ const monthStart = (nowMs: number) => `${utcMonth(nowMs)}-01`;
 
 export function createCounterStore(pool: pg.Pool, log: (line: string) => void): PgCounterStore {
   const nodeId = `node_${randomBase62(16)}`;
+  /** The slots this process holds now: admitted and not yet released. */
+  const held = new Set<string>();
   const renew = setInterval(() => {
-    pool.query('update in_flight set expires_at = $2 where node_id = $1', [nodeId, new Date(Date.now() + LEASE_MS)]).catch((err: unknown) => {
-      log(`renewing in-flight leases failed: ${(err as Error).message}`);
-    });
+    if (held.size === 0) return;
+    pool
+      .query('update in_flight set expires_at = $2 where node_id = $1 and slot_id = any($3)', [nodeId, new Date(Date.now() + LEASE_MS), [...held]])
+      .catch((err: unknown) => {
+        // Caught: a failed renewal is never an unhandled rejection. The next one tries again; if the
+        // database stays away longer than LEASE_MS, these slots lapse as a dead node's would.
+        log(`renewing in-flight leases failed: ${(err as Error).message}`);
+      });
   }, RENEW_EVERY_MS);
   renew.unref();
 
@@ -92,11 +102,23 @@ export function createCounterStore(pool: pg.Pool, log: (line: string) => void): 
           return { ok: true as const, slotId };
         },
         `user:${key.user_id}`,
-      );
+      ).then((result) => {
+        // Held from the commit on: a slot whose commit failed was never taken.
+        if (result.ok) held.add(result.slotId);
+        return result;
+      });
     },
 
     async release(keyId, slotId) {
-      await pool.query('delete from in_flight where key_id = $1 and slot_id = $2', [keyId, slotId]);
+      held.delete(slotId);
+      try {
+        await pool.query('delete from in_flight where key_id = $1 and slot_id = $2', [keyId, slotId]);
+      } catch (err) {
+        // The answer the slot was held for is ready; an outage now must not turn it into an error.
+        // No longer renewed, the slot lapses within LEASE_MS.
+        if (!isOutage(err)) throw err;
+        log(`releasing an in-flight slot failed (its lease lapses within ${LEASE_MS / 1000} s): ${(err as Error).message}`);
+      }
     },
 
     async hitIp(ip, perMinute, nowMs = Date.now()) {

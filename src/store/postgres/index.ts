@@ -7,10 +7,11 @@ import { makeHasher } from '../secret.js';
 import type { PurgeResult, Store, StoreOptions } from '../types.js';
 import { createCalibrationStore } from './calibrations.js';
 import { createCounterStore } from './counters.js';
-import { lockKey } from './db.js';
+import { lockKey, requestPoolConfig, transaction, withMaintenanceConnection } from './db.js';
 import { createIdempotencyStore } from './idempotency.js';
 import { createKeyStore } from './keys.js';
 import { migrate } from './migrate.js';
+import { asStoreError, guarded } from './outage.js';
 import { createRetentionStore } from './retention.js';
 import { createTraceStore } from './traces.js';
 import { createUserStore } from './users.js';
@@ -49,12 +50,12 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
   }
   if (opts.keySecret.length < 32) throw new Error('ARBITRA_KEY_SECRET must be at least 32 characters');
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? DEFAULT_POOL_SIZE });
+  const pool = new pg.Pool(requestPoolConfig(url, opts.poolSize ?? DEFAULT_POOL_SIZE));
   // An idle connection the server drops (restart, failover) is replaced by the pool; without a
   // listener its error would end the process.
   pool.on('error', (err) => log(`PostgreSQL connection lost: ${err.message}`));
   try {
-    await migrate(pool);
+    await withMaintenanceConnection(url, log, (db) => migrate(db));
     const hash = makeHasher(Buffer.from(opts.keySecret, 'utf8'));
     await checkSecret(pool, hash);
     const idempotencyTtlSeconds = opts.idempotencyTtlSeconds ?? LIMITS_DEFAULTS.idempotencyTtlSeconds;
@@ -64,35 +65,37 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
     const counters = createCounterStore(pool, log);
     return {
       location: shown(url),
-      users: createUserStore(pool),
-      keys: createKeyStore(pool, hash, opts.maxKeysPerUser),
-      idempotency,
-      retention,
-      counters,
-      waitlist: createWaitlistStore(pool),
-      traces: createTraceStore(pool),
-      verificationTokens,
-      calibrations: createCalibrationStore(pool),
-      async purgeExpired(nowMs = Date.now()) {
-        const client = await pool.connect();
-        try {
-          await client.query('begin');
-          // One node purges at a time; the others find the lock taken and leave it to that one.
-          const { rows } = await client.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1) as ok', [lockKey('purge').toString()]);
-          const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0 };
-          if (rows[0]!.ok) {
-            result.retained = await retention.purgeExpired(client, nowMs);
-            result.idempotency = await idempotency.purgeBefore(client, nowMs - idempotencyTtlSeconds * 1000);
-            result.verificationTokens = await verificationTokens.purgeExpired(client, nowMs);
-          }
-          await client.query('commit');
-          return result;
-        } catch (err) {
-          await client.query('rollback').catch(() => undefined);
-          throw err;
-        } finally {
-          client.release();
-        }
+      // Every module guarded: an outage reaches the caller as StoreUnavailableError.
+      users: guarded(createUserStore(pool)),
+      keys: guarded(createKeyStore(pool, hash, opts.maxKeysPerUser)),
+      idempotency: guarded(idempotency),
+      retention: guarded(retention),
+      counters: guarded(counters),
+      waitlist: guarded(createWaitlistStore(pool)),
+      traces: guarded(createTraceStore(pool)),
+      verificationTokens: guarded(verificationTokens),
+      calibrations: guarded(createCalibrationStore(pool)),
+      // On a connection of its own, with no statement bound: a large backlog may take long to delete.
+      purgeExpired: (nowMs = Date.now()) =>
+        withMaintenanceConnection(url, log, (maintenance) =>
+          transaction(maintenance, async (client) => {
+            // One node purges at a time; the others find the lock taken and leave it to that one.
+            const { rows } = await client.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1) as ok', [lockKey('purge').toString()]);
+            const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0 };
+            if (rows[0]!.ok) {
+              result.retained = await retention.purgeExpired(client, nowMs);
+              result.idempotency = await idempotency.purgeBefore(client, nowMs - idempotencyTtlSeconds * 1000);
+              result.verificationTokens = await verificationTokens.purgeExpired(client, nowMs);
+            }
+            return result;
+          }),
+        ).catch((err: unknown) => {
+          throw asStoreError(err);
+        }),
+      async ping() {
+        await pool.query('select 1').catch((err: unknown) => {
+          throw asStoreError(err);
+        });
       },
       async close() {
         counters.stop();

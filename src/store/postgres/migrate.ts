@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { packageRoot } from '../../paths.js';
+import { checkout } from './db.js';
 
 export interface Migration {
   version: number;
@@ -50,7 +51,8 @@ function checksum(sql: string): string {
 
 /** Applies what is pending; returns the versions this call applied (none when another node did). */
 export async function migrate(pool: pg.Pool, migrations: Migration[] = loadMigrations()): Promise<number[]> {
-  const client = await pool.connect();
+  const { client, done } = await checkout(pool);
+  let failed: unknown;
   try {
     await client.query('begin');
     await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK.toString()]);
@@ -83,9 +85,9 @@ export async function migrate(pool: pg.Pool, migrations: Migration[] = loadMigra
     await client.query('commit');
     return applied;
   } catch (err) {
-    await client.query('rollback').catch(() => undefined);
+    await client.query('rollback').catch((rollbackErr: unknown) => (failed = rollbackErr));
     throw err;
   } finally {
-    client.release();
+    done(failed);
   }
 }
