@@ -50,8 +50,9 @@ function toJson(schema: TSchema, components: Json): Json {
   return walk(schema) as Json;
 }
 
+// The key and the console's user live in the store: with PostgreSQL unreachable, both are a 503.
 const ERROR_STATUSES_BY_AUTH: Record<string, number[]> = {
-  api_key: [401],
+  api_key: [401, 503],
   console: [401, 503],
   none: [],
 };

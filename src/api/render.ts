@@ -2,12 +2,21 @@
 // carries. The only place where an exception becomes an HTTP status.
 import { ApiError, ValidationFailure } from './errors.js';
 import { EngineError } from '../engine/types.js';
+import { StoreUnavailableError } from '../store/common.js';
 import type { HttpRequest, HttpResponse, WireResponse } from '../http/types.js';
 
 export const API_VERSION = '2026-10-12';
 const JSON_TYPE = 'application/json';
 
 export type ErrorLogger = (line: string) => void;
+
+/**
+ * Retry-After for a store outage: a database restart or failover takes seconds, and clients that
+ * retry sooner only add load to a server that is coming back.
+ */
+export const STORE_RETRY_AFTER_SECONDS = 5;
+const STORE_LOG_INTERVAL_MS = 10_000;
+let lastStoreLog = -Infinity;
 
 /** The body every non-422 error carries. */
 export function errorBody(err: ApiError): { detail: Record<string, unknown> } {
@@ -49,6 +58,15 @@ export function renderError(req: HttpRequest, err: unknown, log: ErrorLogger = d
   if (err instanceof EngineError && (err.code === 'unavailable' || err.code === 'closed')) {
     // The engine process is restarting or still loading; clients retry, as Retry-After tells them.
     err = new ApiError('service_unavailable', 'The model engine is not available right now; retry shortly.', {}, 2);
+  }
+  if (err instanceof StoreUnavailableError) {
+    // The database is down, unreachable or stuck: nothing was acknowledged, so the client may retry.
+    // The cause is for the operator, never for the client; one line per interval, not per request.
+    if (Date.now() - lastStoreLog >= STORE_LOG_INTERVAL_MS) {
+      lastStoreLog = Date.now();
+      log(`store unavailable (answering 503) on ${req.method} ${req.path} (request ${req.requestId}): ${err.message}`);
+    }
+    err = new ApiError('service_unavailable', "The service's database cannot be reached right now; retry shortly.", {}, STORE_RETRY_AFTER_SECONDS);
   }
   if (err instanceof ApiError) {
     const headers: Record<string, string> = {};

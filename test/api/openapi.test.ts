@@ -34,6 +34,9 @@ t.test('statuses the routes declare', async (t) => {
   t.match(op('post', '/v1/systemone').responses['504']?.description, /deadline_exceeded/, 'systemone 504 deadline_exceeded');
   t.match(op('post', '/v1/console/api-keys').responses['409']?.description, /conflict/, 'a key past the per-user limit is a 409');
   t.ok(statuses('get', '/v1/models').includes(503), 'models ask the engine');
+  for (const [method, path] of [['delete', '/v1/retention/{request_id}'], ['get', '/v1/console/api-keys'], ['post', '/v1/waitlist']] as const) {
+    t.ok(statuses(method, path).includes(503), `${path}: 503 when the store is unreachable`);
+  }
   t.same(Object.keys(op('get', '/metrics').responses['200'].content), ['text/plain'], '/metrics is Prometheus text, not JSON');
   t.equal(op('post', '/v1/systemone').requestBody.required, true, 'a decision needs its body');
   t.equal(op('post', '/v1/console/users/sync').requestBody.required, false, 'a body with no required member may be left out');

@@ -1,11 +1,23 @@
 // GET /health: liveness plus what an operator checks first. 503 while no engine has its model
 // loaded, so load balancers hold traffic back until decisions can be served; each engine's own
 // state is listed, so one GPU down behind a serving node is seen too.
+//
+// A store that cannot be reached is 503 too: every decision authenticates its key and takes its
+// admission in the store, so a node without it cannot serve a single decision, and a load balancer
+// should send the traffic to a node that still can (one cut off from the database alone). When the
+// database is down for every node, all of them answer 503 here and each request gets our own 503
+// with Retry-After; the node takes traffic back by itself once the store answers again.
 import { Type } from '@sinclair/typebox';
 import { ALSO_STATUSES } from '../openapi.js';
 import { API_VERSION } from '../render.js';
 import { serviceStatus, type EngineState } from '../../engine/ipc.js';
 import type { HttpImplementation, Route } from '../../http/types.js';
+import type { Store } from '../../store/types.js';
+
+/** How long one answer of the store's ping is reused, so a flood of /health costs the database little. */
+const PING_REUSE_MS = 1_000;
+/** /health answers within this even when the store does not (the store's own bounds are longer). */
+const PING_WAIT_MS = 2_000;
 
 export const HealthResponse = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('loading'), Type.Literal('down')]),
@@ -15,6 +27,9 @@ export const HealthResponse = Type.Object({
   uptime_s: Type.Integer(),
   http: Type.Union([Type.Literal('uws'), Type.Literal('node')]),
   pid: Type.Integer(),
+  store: Type.Object({
+    status: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')], { description: 'unreachable: the database did not answer; the node cannot serve decisions' }),
+  }),
   engines: Type.Array(
     Type.Object({
       engine: Type.Integer({ description: 'place in the service\'s list of engines' }),
@@ -27,13 +42,36 @@ export const HealthResponse = Type.Object({
 export interface HealthRouteDeps {
   modelId: string;
   engines: () => EngineState[];
+  store: Pick<Store, 'ping'>;
   workers: number;
   httpImplementation: () => HttpImplementation;
   /** Date.now() at process start. */
   startedAt: number;
 }
 
+/**
+ * The store's reachability, asked at most once per PING_REUSE_MS and never while a ping is still
+ * out (a hung database must not fill the pool with pings), and waited for at most PING_WAIT_MS.
+ */
+function storeProbe(store: Pick<Store, 'ping'>): () => Promise<boolean> {
+  let last: { at: number; ok: Promise<boolean> } | null = null;
+  let pinging = false;
+  return () => {
+    if (last && (pinging || Date.now() - last.at < PING_REUSE_MS)) return last.ok;
+    pinging = true;
+    const ping = store.ping().then(
+      () => true,
+      () => false,
+    ).finally(() => (pinging = false));
+    let timer: NodeJS.Timeout | undefined;
+    const ok = Promise.race([ping, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PING_WAIT_MS)))]).finally(() => clearTimeout(timer));
+    last = { at: Date.now(), ok };
+    return ok;
+  };
+}
+
 export function healthRoutes(deps: HealthRouteDeps): Route[] {
+  const storeReachable = storeProbe(deps.store);
   return [
     {
       method: 'GET',
@@ -41,13 +79,14 @@ export function healthRoutes(deps: HealthRouteDeps): Route[] {
       summary: 'Service status, API version and whether the model is loaded',
       auth: 'none',
       schemas: { response: HealthResponse },
-      handler() {
+      async handler() {
         const engines = deps.engines();
         const engine = serviceStatus(engines);
-        const status = engine === 'ready' ? 'ok' : engine;
+        const store = await storeReachable();
+        const status = !store ? 'down' : engine === 'ready' ? 'ok' : engine;
         return {
-          status: engine === 'ready' ? 200 : 503,
-          headers: engine === 'ready' ? undefined : { 'retry-after': '2', 'retry-after-ms': '2000' },
+          status: status === 'ok' ? 200 : 503,
+          headers: status === 'ok' ? undefined : { 'retry-after': '2', 'retry-after-ms': '2000' },
           body: {
             status,
             api_version: API_VERSION,
@@ -56,6 +95,7 @@ export function healthRoutes(deps: HealthRouteDeps): Route[] {
             uptime_s: Math.floor((Date.now() - deps.startedAt) / 1000),
             http: deps.httpImplementation(),
             pid: process.pid,
+            store: { status: store ? 'ok' : 'unreachable' },
             engines,
           },
         };

@@ -35,7 +35,8 @@ export function waitlistRoutes(deps: { store: Store; limits: LimitsConfig }): Ro
       schemas: { body: WaitlistRequest, response: WaitlistResponse },
       auth: 'none',
       tag: 'waitlist',
-      errorStatuses: [429],
+      // 503: the per-IP window and the entry are kept in the store.
+      errorStatuses: [429, 503],
       handler: async (req) => {
         await ipLimit.check(req.ip);
         const body = parse(req);
