@@ -8,7 +8,11 @@
 // The configurations are measured in interleaved rounds, the order rotated each round, so that
 // the machine's drift (a shared box whose speed moves by up to 3×) hits each of them alike. Writes
 // bench/out/nodes.json and the "Several nodes (issue 10)" section of bench/RESULTS.md.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { packageRoot } from '../src/paths.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { startEngineNode } from '../test/integration/helpers/server.js';
 import { decisionBody } from './lib/bodies.js';
@@ -29,6 +33,8 @@ const { values, common } = benchArgs({
   concurrency: { type: 'string' },
   /** Engine threads. */
   threads: { type: 'string' },
+  /** Write the section again from bench/out/nodes.json without measuring (after a change of wording). */
+  'render-only': { type: 'boolean', default: false },
 });
 const seconds = numberOption(values.seconds ?? process.env.BENCH_SECONDS, 'seconds', 20);
 const rounds = numberOption(values.rounds, 'rounds', 3);
@@ -49,6 +55,8 @@ const ROUTE = '/v1/systemone';
 /** The decision route's label in the HTTP metrics: the route's name, not its path. */
 const ROUTE_LABEL = 'systemone';
 const log = (msg: string): void => void process.stdout.write(`[bench:nodes] ${msg}\n`);
+/** An engine answer time to put the store's time against, of the order a GPU gives for a short decision. */
+const GPU_ENGINE_MS = 50;
 
 type ConfigId = 'A' | 'B' | 'C';
 
@@ -210,6 +218,8 @@ interface NodesResult {
   loadavg1Start: number;
   loadavg1End: number;
   command: string;
+  /** The code measured: \`git describe --always --dirty\` of the checkout the bench ran from. */
+  revision?: string;
   seconds: number;
   rounds: number;
   levels: number[];
@@ -225,6 +235,11 @@ interface NodesResult {
 }
 
 async function main(): Promise<void> {
+  if (values['render-only']) {
+    const result = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'bench', 'out', 'nodes.json'), 'utf8')) as NodesResult;
+    publishSection(common.resultsFile, 'Several nodes (issue 10)', report(result), log);
+    return;
+  }
   const loadavg1Start = os.loadavg()[0] ?? NaN;
   const hz = ticksPerSecond();
   const pg = await startPostgres();
@@ -309,6 +324,7 @@ async function main(): Promise<void> {
       loadavg1Start,
       loadavg1End: os.loadavg()[0] ?? NaN,
       command: commandLine(),
+      revision: revision(),
       seconds,
       rounds,
       levels,
@@ -326,6 +342,14 @@ async function main(): Promise<void> {
     publishSection(common.resultsFile, 'Several nodes (issue 10)', report(result), log);
   } finally {
     for (const stop of stops) await stop().catch((err: unknown) => log(`stopping: ${String(err)}`));
+  }
+}
+
+function revision(): string | undefined {
+  try {
+    return execFileSync('git', ['describe', '--always', '--dirty'], { cwd: packageRoot(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
   }
 }
 
@@ -376,9 +400,18 @@ function report(r: NodesResult): string {
   const maxConn = 100;
   const workerProcesses = Math.floor(maxConn / ((r.workers + 2) * r.storePool));
   const example = { decisions: 100, questions: 4, passes: 4 };
+  const quietA = r.levels.includes(1) ? byKey(1, 'A') : null;
+  const quietB = r.levels.includes(1) ? byKey(1, 'B') : null;
+  const bTop = byKey(top, 'B');
+  const extraB = bTop.cpuMsPerDecision.api + bTop.cpuMsPerDecision.postgres - aTop.cpuMsPerDecision.api;
+  const extraC = cTop.cpuMsPerDecision.api + cTop.cpuMsPerDecision.postgres - aTop.cpuMsPerDecision.api;
+  const topRatios = r.ratios.find((q) => q.concurrency === top)!;
+  const spread = [topRatios.bOverAByRound, topRatios.cOverBByRound].some((xs) => Math.min(...xs) < 1 && Math.max(...xs) > 1);
+  const engines = r.rows.filter((x) => x.concurrency === top).map((x) => x.cpuMsPerDecision.engine).filter(Number.isFinite);
+  const [engineMin, engineMax] = [Math.min(...engines), Math.max(...engines)];
   const exampleBranches = example.decisions * example.questions * example.passes;
 
-  return `Command: \`${r.command}\` (${r.date.slice(0, 16).replace('T', ' ')} UTC; ${r.cpus} cores; 1-minute load average ${f(r.loadavg1Start)} at the start, ${f(r.loadavg1End)} at the end).
+  return `Command: \`${r.command}\` (${r.date.slice(0, 16).replace('T', ' ')} UTC${r.revision ? `, code at ${r.revision}` : ''}; ${r.cpus} cores; 1-minute load average ${f(r.loadavg1Start)} at the start, ${f(r.loadavg1End)} at the end).
 
 Set-up, all on this machine and on loopback:
 - One remote engine shared by every configuration, so the engine's cost is the same for all: \`${r.engine}\`.
@@ -408,8 +441,13 @@ Store time per operation (p50/p99 estimated from the histogram's buckets, linear
 ${opRows}
 
 Reading the tables:
-- On this 2-core CPU machine the single CPU engine bounds decisions/s (engine CPU ${f(aTop.cpuMsPerDecision.engine, 0)} ms per decision against the store's ${f(byKey(top, 'B').storeMsPerDecision)} ms), so a second API node cannot add throughput here, and the ratios above say how much the store and the extra processes cost, not how far nodes scale. Every process also competes with the engine for the same 2 cores, so store times here include waits for a core.
-- What carries over to GPU deployments, where the engine answers in milliseconds: the store's time per decision (${f(byKey(top, 'B').storeMsPerDecision)} ms on one node, ${f(cTop.storeMsPerDecision)} ms on two, at concurrency ${top}${quiet ? `; ${f(quiet.storeMsPerDecision)} ms with one client` : ''}), its ${f(cTop.storeCallsPerDecision, 1)} calls per decision, and PostgreSQL's CPU per decision (${f(cTop.cpuMsPerDecision.postgres, 1)} ms). The share of latency (${pct(cTop.storeShare)} here) grows as the engine gets faster: with a GPU engine answering in tens of milliseconds, ${f(cTop.storeMsPerDecision)} ms of store time would be a share worth watching (\`arbitra_store_operation_seconds\`, deploy/README.md "What to monitor").
+- On this 2-core CPU machine the single CPU engine bounds decisions/s, so a second API node cannot add throughput here. Per decision the engine used ${f(aTop.cpuMsPerDecision.engine, 0)} ms of CPU (A, concurrency ${top}); PostgreSQL and the node's extra work cost ${f(extraB, 1)} ms more in B and ${f(extraC, 1)} ms in C (node and PostgreSQL CPU, less A's node), ${pct(extraB / aTop.cpuMsPerDecision.engine)} and ${pct(extraC / aTop.cpuMsPerDecision.engine)} of the engine's, so B ÷ A and C ÷ B could only move by about that much. ${
+    spread
+      ? `The measured ratios spread far wider, with per-round ratios on both sides of 1: they show this shared machine's drift between windows (the engine's own CPU per decision, same work at the same concurrency, moved between ${f(engineMin, 0)} and ${f(engineMax, 0)} ms from one configuration to the next), not the store, and no difference in decisions/s between the configurations can be read from this run.`
+      : 'Read the ratios against their per-round ranges: on this shared machine a window\'s speed moves with whatever else runs.'
+  } Every process also competes with the engine for the same 2 cores, so store times at concurrency ${top} include waits for a core; the one-client rows are the quieter figure.
+- LMDB's store time is higher than PostgreSQL's here (${f(aTop.storeMsPerDecision)} against ${f(byKey(top, 'B').storeMsPerDecision)} ms per decision at concurrency ${top}${quietA && quietB ? `, ${f(quietA.storeMsPerDecision)} against ${f(quietB.storeMsPerDecision)} ms with one client` : ''}). Likely reasons, not measured apart: LMDB syncs its commits to disk and this PostgreSQL does not, and an LMDB write transaction runs synchronously in the worker's event loop, so it also waits for the core.
+- What carries over to GPU deployments, where the engine answers in milliseconds: the store's time per decision (${f(byKey(top, 'B').storeMsPerDecision)} ms on one node, ${f(cTop.storeMsPerDecision)} ms on two, at concurrency ${top}${quiet ? `; ${f(quiet.storeMsPerDecision)} ms on two with one client` : ''}), its ${f(cTop.storeCallsPerDecision, 1)} calls per decision (\`keys.verify\`, \`counters.admit\`, \`counters.release\`), and PostgreSQL's CPU per decision (${f(cTop.cpuMsPerDecision.postgres, 1)} ms). The store's share of latency is ${pct(cTop.storeShare)} here only because CPU scoring takes seconds: were the engine to answer in ${GPU_ENGINE_MS} ms, the same store time would be ${quiet ? `${pct(quiet.storeMsPerDecision / (GPU_ENGINE_MS + quiet.storeMsPerDecision))} (one client) to ` : ''}${pct(cTop.storeMsPerDecision / (GPU_ENGINE_MS + cTop.storeMsPerDecision))} (concurrency ${top}) of a decision's latency, worth watching (\`arbitra_store_operation_seconds\`, deploy/README.md "What to monitor").
 
 **Sizing on paper, from these figures.**
 - *PostgreSQL.* A store call holds one pooled connection for at most its measured time, so a decision holds a connection for at most ${f(cTop.storeMsPerDecision)} ms (C, concurrency ${top}). One HTTP worker process with the default pool of ${r.storePool} connections (\`--store-pool\`) can therefore carry up to ${f(perWorker, 0)} decisions/s before its requests queue for a connection; a node opens up to (workers + 2) × pool connections, so PostgreSQL's default \`max_connections\` of ${maxConn} holds ${workerProcesses} nodes of ${r.workers} worker at pool ${r.storePool}, or two 8-worker nodes (2 × 10 × 4 = 80 connections). The server's CPU is the other bound: at ${f(cTop.cpuMsPerDecision.postgres, 1)} ms of PostgreSQL CPU per decision, one core takes about ${f(1000 / cTop.cpuMsPerDecision.postgres, 0)} decisions/s. Both figures are from a loopback server without fsync on a shared 2-core box; on a real server add a network round trip per call (${f(cTop.storeCallsPerDecision, 1)} calls per decision) and a WAL flush per committing call, and confirm with \`pgbench\` on the machine itself.
