@@ -56,7 +56,7 @@ if (cannotRun) {
   const dir = t.testdir();
   let server: Server = await startServer(dir, { workers: 2, env: MAIN_ENV });
   t.teardown(() => server.stop());
-  const store: Store = await openStore(server.dataDir);
+  const store: Store = await server.openStore();
   t.teardown(() => store.close());
 
   const consoleCall = (email: string, path: string, opts: { method?: string; body?: unknown } = {}) =>
@@ -276,11 +276,11 @@ if (cannotRun) {
     t.same([created.status, doomed.status, revoked.status, joined.status], [200, 200, 200, 200]);
     await server.kill9();
 
-    server = await startServer(dir, { workers: 2, env: MAIN_ENV, dataDir: server.dataDir });
+    server = await startServer(dir, { workers: 2, env: MAIN_ENV, store: server.store });
     t.equal((await server.call('/v1/models', { key: created.json.key })).status, 200, 'the key created before the crash works');
     t.equal((await server.call('/v1/models', { key: doomed.json.key })).status, 401, 'the key revoked before the crash stays revoked');
     t.match(await store.waitlist.get('durable@example.com'), { email: 'durable@example.com', use_case: 'Survive a power cut' }, 'the waitlist entry is there');
-    const reopened = await openStore(server.dataDir);
+    const reopened = await server.openStore();
     t.teardown(() => reopened.close());
     t.ok(await reopened.waitlist.get('durable@example.com'), 'also through a handle opened after the restart');
   });

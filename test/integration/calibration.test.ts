@@ -12,9 +12,9 @@ import { CLI, MODEL_FILE, cannotRun, startServer } from './helpers/server.js';
 const LABELS = ['billing', 'technical', 'shipping'];
 const question = { type: 'choice', instructions: 'Which team should handle this message?', criteria: LABELS };
 
-function calibrateCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function calibrateCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'calibrate', '--model', MODEL_FILE, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'calibrate', '--model', MODEL_FILE, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -58,7 +58,7 @@ if (cannotRun) {
     const posted = await server.call('/v1/traces', { key: secret, body: traces });
     t.same(posted.json, { accepted: 61, rejected: [] });
 
-    const fitted = await calibrateCli(['--data-dir', server.dataDir]);
+    const fitted = await calibrateCli([...server.storeArgs], server.storeEnv);
     t.equal(fitted.code, 0, fitted.stderr);
     t.match(fitted.stdout, /60 traced outcomes .* \(1 traces without a matching retained decision skipped\)/);
     t.match(fitted.stdout, /^choice\s+60\s/m, 'the table reports the choice questions');
@@ -86,7 +86,7 @@ if (cannotRun) {
       lines.push(JSON.stringify({ answer: { type: 'noul', noul: 0.9 }, truth: i % 2 === 0 }));
     }
     fs.writeFileSync(file, lines.join('\n') + '\n');
-    const r = await calibrateCli(['--data-dir', server.dataDir, '--file', file]);
+    const r = await calibrateCli([...server.storeArgs, '--file', file], server.storeEnv);
     t.equal(r.code, 0, r.stderr);
     t.match(r.stdout, /saved calibration \S+\.2 \(noul\)/, 'the second version of this model and layout');
   });
@@ -95,10 +95,10 @@ if (cannotRun) {
     const file = path.join(dir, 'perfect.jsonl');
     const lines = Array.from({ length: 40 }, (_, i) => JSON.stringify({ type: 'choice', p: i % 2 ? [1, 0] : [0, 1], truth: i % 2 ? 0 : 1 }));
     fs.writeFileSync(file, lines.join('\n') + '\n');
-    const r = await calibrateCli(['--data-dir', server.dataDir, '--file', file]);
+    const r = await calibrateCli([...server.storeArgs, '--file', file], server.storeEnv);
     t.equal(r.code, 1);
     t.match(r.stderr, /not saved: no question type improved/);
-    const bad = await calibrateCli(['--data-dir', server.dataDir, '--file', path.join(dir, 'missing.jsonl')]);
+    const bad = await calibrateCli([...server.storeArgs, '--file', path.join(dir, 'missing.jsonl')], server.storeEnv);
     t.equal(bad.code, 1);
     t.match(bad.stderr, /no such file/);
   });

@@ -6,13 +6,35 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { freePort, groupAlive, waitGroupGone } from '../../../bench/lib/serve.js';
 import { packageRoot } from '../../../src/paths.js';
+import { openStore, type Store } from '../../../src/store/index.js';
 import { TEST_MODEL } from '../../helpers/models.js';
+import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
 
 // From the package root, not this file: bench/nodes.ts runs these helpers compiled, from dist/.
 const root = packageRoot();
 export const CLI = path.join(root, 'dist/src/cli/main.js');
 export const MODEL_FILE = TEST_MODEL;
 export const CONSOLE_TOKEN = 'integration-console-token-0123456789';
+
+/**
+ * ARBITRA_TEST_STORE=postgres (`npm run test:postgres`) runs every server these helpers start on a
+ * real PostgreSQL, a fresh database each, instead of a fresh LMDB data dir.
+ */
+const ON_POSTGRES = process.env.ARBITRA_TEST_STORE === 'postgres';
+const TEST_KEY_SECRET = 'integration-key-secret-0123456789abcdef';
+let postgres: Promise<TestPostgres> | null = null;
+
+async function freshPostgresDatabase(): Promise<string> {
+  postgres ??= startPostgres().then(async (server) => {
+    if (typeof server === 'string') throw new Error(`ARBITRA_TEST_STORE=postgres, but PostgreSQL cannot run here: ${server}`);
+    // Stopped with the test file (its server process would otherwise keep the file running). tap is
+    // loaded only here: the benches use these helpers too, outside tap.
+    const { default: t } = await import('tap');
+    t.teardown(() => server.stop());
+    return server;
+  });
+  return (await postgres).freshDatabase();
+}
 
 /** Why the suite cannot run here, or false; pass as a test's `skip`. */
 export const cannotRun: string | false = !fs.existsSync(CLI)
@@ -43,7 +65,14 @@ export interface CallOptions {
 export interface Server {
   url: string;
   port: number;
-  dataDir: string;
+  /** Where its state is: the LMDB data dir, or a PostgreSQL URL (ARBITRA_TEST_STORE=postgres). */
+  store: string;
+  /** The flag that names that store, for the CLI's commands (`--data-dir DIR` or `--store URL`). */
+  storeArgs: string[];
+  /** What a process opening that store needs in its environment (the key secret on PostgreSQL). */
+  storeEnv: Record<string, string>;
+  /** The same store, opened in this process. */
+  openStore(): Promise<Store>;
   pid: number;
   /** The engine backend named in the listening line (cpu, cuda). */
   backend: string;
@@ -68,8 +97,8 @@ export interface StartOptions {
   /** ARBITRA_* variables on top of a clean environment (console token included unless null). */
   env?: Record<string, string>;
   consoleToken?: string | null;
-  /** Reuse a data dir (restart after a crash); default a fresh one under `dir`. */
-  dataDir?: string;
+  /** Reuse a store (restart after a crash); default a fresh data dir under `dir`, or a fresh database. */
+  store?: string;
   /** More flags after the defaults (a later flag wins). */
   args?: string[];
 }
@@ -80,9 +109,9 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -101,12 +130,16 @@ function exited(child: ChildProcess): Promise<void> {
  * The caller stops it (t.teardown(server.stop)).
  */
 export async function startServer(dir: string, opts: StartOptions = {}): Promise<Server> {
-  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(dir, 'data-'));
+  // A test that names its own database (several nodes on one) keeps it.
+  const onPostgres = ON_POSTGRES && !opts.env?.ARBITRA_STORE_URL;
+  const store = opts.store ?? (onPostgres ? await freshPostgresDatabase() : fs.mkdtempSync(path.join(dir, 'data-')));
+  const storeArgs = onPostgres ? ['--store', store] : ['--data-dir', store];
+  const storeEnv: Record<string, string> = onPostgres ? { ARBITRA_KEY_SECRET: TEST_KEY_SECRET } : {};
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...cleanEnv(), ...(opts.env ?? {}) };
+  const env: NodeJS.ProcessEnv = { ...cleanEnv(), ...storeEnv, ...(opts.env ?? {}) };
   if (opts.consoleToken !== null) env.ARBITRA_CONSOLE_TOKEN = opts.consoleToken ?? CONSOLE_TOKEN;
   const workers = opts.workers ?? 2;
-  const child = spawn(process.execPath, [CLI, 'serve', '--model', MODEL_FILE, '--data-dir', dataDir, '--port', String(port), '--workers', String(workers), ...(opts.args ?? [])], {
+  const child = spawn(process.execPath, [CLI, 'serve', '--model', MODEL_FILE, ...storeArgs, '--port', String(port), '--workers', String(workers), ...(opts.args ?? [])], {
     env,
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
@@ -136,7 +169,10 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
   const server: Server = {
     url,
     port,
-    dataDir,
+    store,
+    storeArgs,
+    storeEnv,
+    openStore: () => openStore(store, { keySecret: storeEnv.ARBITRA_KEY_SECRET }),
     pid: pgid,
     backend: /backend (\w+)/.exec(line)?.[1] ?? 'unknown',
     async call(p, o = {}) {
@@ -159,14 +195,14 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
       return { status: res.status, headers: res.headers, text, json };
     },
     async createKey(email, name) {
-      const r = await runCli(['keys', 'create', '--email', email, '--data-dir', dataDir, ...(name ? ['--name', name] : [])]);
+      const r = await runCli(['keys', 'create', '--email', email, ...storeArgs, ...(name ? ['--name', name] : [])], storeEnv);
       if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
       const id = /created key (\S+)/.exec(r.stderr)?.[1];
       if (!id) throw new Error(`keys create printed no id: ${r.stderr}`);
       return { id, secret: r.stdout.split('\n')[0]!.trim() };
     },
     async revokeKey(id) {
-      const r = await runCli(['keys', 'revoke', id, '--data-dir', dataDir]);
+      const r = await runCli(['keys', 'revoke', id, ...storeArgs], storeEnv);
       if (r.code !== 0) throw new Error(`keys revoke failed: ${r.stderr}`);
     },
     log: () => log,
