@@ -2,6 +2,8 @@
 // separate their hashes, the pseudonym of a key, the bound on active keys, and email normalisation.
 // A secret minted or hashed by one backend verifies on the other, given the same server secret.
 import { randomBase62, type Hasher } from './secret.js';
+import { iso } from './clock.js';
+import type { UserRecord, VerificationTokenRecord } from './types.js';
 
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -61,8 +63,23 @@ export class StoreUnavailableError extends Error {
 export const TOKEN_HASH_PURPOSE = 'verification-token';
 const TOKEN_RE = /^avt_[0-9A-Za-z]{43}$/;
 
-export function mintVerificationToken(): string {
+function mintVerificationToken(): string {
   return `avt_${randomBase62(43)}`;
+}
+
+/** A new token and the record every backend keeps of it (under the token's hash, never the token). */
+export function newVerificationToken(user: Pick<UserRecord, 'id' | 'email'>, purpose: string, ttlSeconds: number, now = Date.now()): { token: string; record: VerificationTokenRecord } {
+  return {
+    token: mintVerificationToken(),
+    record: {
+      user_id: user.id,
+      email: user.email,
+      purpose,
+      created_at: iso(now),
+      expires_at: iso(now + ttlSeconds * 1000),
+      used_at: null,
+    },
+  };
 }
 
 export function looksLikeVerificationToken(token: string): boolean {

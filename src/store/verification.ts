@@ -3,7 +3,7 @@
 // consumed once even when two workers race.
 import type { StoreEnv } from './env.js';
 import { iso } from './clock.js';
-import { looksLikeVerificationToken, mintVerificationToken, normaliseEmail, TOKEN_HASH_PURPOSE } from './common.js';
+import { looksLikeVerificationToken, newVerificationToken, normaliseEmail, TOKEN_HASH_PURPOSE } from './common.js';
 import type { Hasher } from './secret.js';
 import type { VerificationTokenRecord, VerificationTokenStore, VerificationUseResult } from './types.js';
 
@@ -16,16 +16,7 @@ export function createVerificationTokenStore(env: StoreEnv, hash: Hasher): Verif
   const { verification_tokens } = env.dbs;
   return {
     async issue(user, purpose, ttlSeconds) {
-      const token = mintVerificationToken();
-      const now = Date.now();
-      const record: VerificationTokenRecord = {
-        user_id: user.id,
-        email: user.email,
-        purpose,
-        created_at: iso(now),
-        expires_at: iso(now + ttlSeconds * 1000),
-        used_at: null,
-      };
+      const { token, record } = newVerificationToken(user, purpose, ttlSeconds);
       await verification_tokens.put(hash(TOKEN_HASH_PURPOSE, token), record);
       await env.flushed();
       return { token, record };

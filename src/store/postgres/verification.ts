@@ -1,7 +1,7 @@
 // Single-use verification tokens in PostgreSQL, stored as an HMAC under the server secret. Use is
 // one conditional update, so a token is consumed once even when two nodes race.
 import type pg from 'pg';
-import { looksLikeVerificationToken, mintVerificationToken, normaliseEmail, TOKEN_HASH_PURPOSE } from '../common.js';
+import { looksLikeVerificationToken, newVerificationToken, normaliseEmail, TOKEN_HASH_PURPOSE } from '../common.js';
 import type { Hasher } from '../secret.js';
 import type { VerificationTokenRecord, VerificationTokenStore } from '../types.js';
 import { isoOf } from './db.js';
@@ -30,16 +30,7 @@ export interface PgVerificationTokenStore extends VerificationTokenStore {
 export function createVerificationTokenStore(pool: pg.Pool, hash: Hasher): PgVerificationTokenStore {
   return {
     async issue(user, purpose, ttlSeconds) {
-      const token = mintVerificationToken();
-      const now = Date.now();
-      const record: VerificationTokenRecord = {
-        user_id: user.id,
-        email: user.email,
-        purpose,
-        created_at: new Date(now).toISOString(),
-        expires_at: new Date(now + ttlSeconds * 1000).toISOString(),
-        used_at: null,
-      };
+      const { token, record } = newVerificationToken(user, purpose, ttlSeconds);
       await pool.query('insert into verification_tokens (token_hash, user_id, purpose, created_at, expires_at) values ($1, $2, $3, $4, $5)', [
         hash(TOKEN_HASH_PURPOSE, token),
         user.id,
