@@ -393,7 +393,6 @@ function report(r: NodesResult): string {
   const cTop = byKey(top, 'C');
   const aTop = byKey(top, 'A');
   const storeS = cTop.storeMsPerDecision / 1000;
-  const pgCpuS = cTop.cpuMsPerDecision.postgres / 1000;
   const branchesPerEngine = aTop.decisionsPerSecond;
   const quiet = r.levels.includes(1) ? byKey(1, 'C') : null;
   const perWorker = r.storePool / storeS;

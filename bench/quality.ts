@@ -18,7 +18,7 @@ import type { Answer } from '../src/api/schemas/systemone.js';
 import { validateSystemOneRequest } from '../src/api/schemas/systemone-validate.js';
 import { fitKind, metrics, type Sample } from '../src/decision/calibration.js';
 import { decide } from '../src/decision/decide.js';
-import type { KindName, QuestionSpec } from '../src/decision/kinds/index.js';
+import type { KindName } from '../src/decision/kinds/index.js';
 import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/prompt.js';
 import { argmax } from '../src/decision/readout.js';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';

@@ -9,7 +9,7 @@ import { engineHost, type EngineHost } from './board.js';
 import { ENGINE_CONFIG_ENV, type EngineState, type EngineStatus, type ProcessEngineMessage, type WireError } from './ipc.js';
 import type { NativeStats } from './native.js';
 import { removeEngineSocket } from './socket.js';
-import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type TextScoreRequest, type TextScoreResult } from './types.js';
 
 const RESTART_BASE_MS = 500;
 const RESTART_MAX_MS = 30_000;
