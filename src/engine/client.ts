@@ -143,7 +143,7 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
       if (ready.length === 0) throw unavailable();
       const home = placeRequest(
         ready.map((l) => ({ id: l.engine, load: l.load })),
-        `${request.system ?? ''}\u0000${request.prefix}`,
+        [request.system ?? '', request.prefix],
         prefixWork,
       );
       const link = links[home]!;

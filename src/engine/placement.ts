@@ -11,12 +11,15 @@ export interface Candidate {
 }
 
 /**
- * The engine for a request whose prefix hashes by `key` and whose prefix costs `prefixWork` to
- * evaluate cold. Each candidate's cost is its load, less the prefix at home; the cheapest wins, and
- * among equals the one ranked higher for this key, so equal loads never make the choice random.
+ * The engine for a request whose prefix is `key` (its parts in order, hashed as one text: a state
+ * may be long, so it is never joined into a copy) and costs `prefixWork` to evaluate cold. Each
+ * candidate's cost is its load, less the prefix at home; the cheapest wins, and among equals the one
+ * ranked higher for this key, so equal loads never make the choice random. With one candidate
+ * nothing is hashed: a single engine is the common case.
  */
-export function placeRequest(candidates: readonly Candidate[], key: string, prefixWork: number): number {
+export function placeRequest(candidates: readonly Candidate[], key: readonly string[], prefixWork: number): number {
   if (candidates.length === 0) throw new Error('placeRequest needs at least one candidate');
+  if (candidates.length === 1) return candidates[0]!.id;
   const keyHash = fnv1a(key);
   const ranked = [...candidates].sort((a, b) => rendezvous(keyHash, b.id) - rendezvous(keyHash, a.id));
   // The home engine is ranked first; it alone gets the prefix's saving.
@@ -31,10 +34,14 @@ export function placeRequest(candidates: readonly Candidate[], key: string, pref
   return best.id;
 }
 
-function fnv1a(text: string): number {
+/** FNV-1a over the parts with a NUL after each, so ["ab", "c"] and ["a", "bc"] differ. */
+function fnv1a(parts: readonly string[]): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
+  for (const text of parts) {
+    for (let i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i);
+      h = Math.imul(h, 0x01000193);
+    }
     h = Math.imul(h, 0x01000193);
   }
   return h >>> 0;

@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import { placeRequest, type Candidate } from '../../src/engine/placement.js';
 
 const idle = (ids: number[]): Candidate[] => ids.map((id) => ({ id, load: 0 }));
-const keys = Array.from({ length: 2000 }, (_, i) => `Ticket #${i} from a customer in Lyon.\n`);
+const keys = Array.from({ length: 2000 }, (_, i) => ['', `Ticket #${i} from a customer in Lyon.\n`]);
 
 t.test('a prefix has one home: the same engine every time, whatever the order of the list', async (t) => {
   for (const key of keys.slice(0, 50)) {
@@ -20,7 +20,7 @@ t.test('homes spread evenly over the engines', async (t) => {
 });
 
 t.test('taking an engine away moves only the prefixes whose home it was', async (t) => {
-  const wrongly: string[] = [];
+  const wrongly: string[][] = [];
   let moved = 0;
   for (const key of keys) {
     const before = placeRequest(idle([0, 1, 2, 3]), key, 100);
@@ -46,8 +46,12 @@ t.test('a busy home is left only when its queue is longer than the prefix it wou
   t.equal(placeRequest(loads(2000, 1400), key, 500), other, 'the less busy of two busy engines');
 });
 
+t.test('one engine takes every request, whatever its load', async (t) => {
+  t.equal(placeRequest([{ id: 3, load: 1e9 }], keys[0]!, 0), 3);
+});
+
 t.test('no engine to place on is a programming error, not a silent choice', async (t) => {
-  t.throws(() => placeRequest([], 'x', 1), /at least one candidate/);
+  t.throws(() => placeRequest([], ['x'], 1), /at least one candidate/);
 });
 
 t.test('--gpus / ARBITRA_GPUS: one engine per listed device; a bad list is named', async (t) => {
