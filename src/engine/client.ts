@@ -141,12 +141,12 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
       if (signal?.aborted) throw cancelledError();
       const ready = links.filter((l) => l.status === 'ready' && !tried.has(l.engine));
       if (ready.length === 0) throw unavailable();
-      const home = placeRequest(
+      const chosen = placeRequest(
         ready.map((l) => ({ id: l.engine, load: l.load })),
         [request.system ?? '', request.prefix],
         prefixWork,
       );
-      const link = links[home]!;
+      const link = links[chosen]!;
       tried.add(link.engine);
       link.load += work;
       try {
