@@ -2,7 +2,7 @@
 // --gpus), or remote engine nodes it connects to (--engines). The one place that tells the two apart;
 // the primary, the workers and placement see a list of engines either way.
 import fs from 'node:fs';
-import path from 'node:path';
+import { modelIdOf } from '../api/routes/models.js';
 import type { Config } from '../config.js';
 import type { EngineClientOptions } from '../engine/client.js';
 import type { EngineHost } from '../engine/board.js';
@@ -54,7 +54,7 @@ export function startEngines(
   const ca = readCa(config);
   let pinned: string | null = null;
   const accept = (info: EngineInfo): string | null => {
-    const served = path.basename(info.path).replace(/\.gguf$/i, '').toLowerCase();
+    const served = modelIdOf(info.path);
     if (served !== model.id) return `it serves the model ${served}, this node serves ${model.id}`;
     pinned ??= info.sha256;
     if (info.sha256 !== pinned) return `its ${served} file (sha256 ${info.sha256.slice(0, 12)}…) differs from the other engines' (${pinned.slice(0, 12)}…)`;

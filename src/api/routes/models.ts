@@ -26,8 +26,13 @@ export interface ModelCatalog {
  * @param modelPath the GGUF file the engine loads
  * @param extraAliases alias → target, where the target is "default", the id, or another alias
  */
+/** The id a model file is served under: its file name, lower case, without ".gguf". */
+export function modelIdOf(modelPath: string): string {
+  return path.basename(modelPath).replace(/\.gguf$/i, '').toLowerCase();
+}
+
 export function createModelCatalog(modelPath: string, extraAliases: Record<string, string> = {}): ModelCatalog {
-  const id = path.basename(modelPath).replace(/\.gguf$/i, '').toLowerCase();
+  const id = modelIdOf(modelPath);
   const aliases = new Map<string, string>(BUILTIN_ALIASES.map((a) => [a, id]));
   for (const [alias, target] of Object.entries(extraAliases)) {
     if (target !== id && !aliases.has(target)) {
