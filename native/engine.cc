@@ -64,7 +64,7 @@ class LoadWorker : public Napi::AsyncWorker {
     file.close();
 
     const size_t gpu_before = gpu_memory_used();
-    model_ = load_model(cfg_.path, cfg_.n_gpu_layers, cfg_.exact_kernels);
+    model_ = load_model(cfg_.path, cfg_.n_gpu_layers);
     if (model_ == nullptr) return SetError("failed to load the model: " + cfg_.path);
 
     if (cfg_.n_threads <= 0) cfg_.n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
@@ -98,13 +98,8 @@ class LoadWorker : public Napi::AsyncWorker {
     spec.n_ubatch = cfg_.n_ubatch;
     spec.n_threads = cfg_.n_threads;
     spec.flash_attn = cfg_.flash_attn;
-    // Exact kernels hold the determinism promise where it is kept: the copied layout's main lane.
-    // The reference attention kernel does not tile, so over a long cache it is several times
-    // slower (a 30,000-token state went past 5 minutes on 2 cores); the long lane and the shared
-    // pool, whose scores may move with their neighbours anyway, keep llama.cpp's fast kernels.
-    spec.exact_kernels = cfg_.exact_kernels && layout == KvLayout::copied && lanes_.empty();
+    spec.exact_kernels = cfg_.exact_kernels;
     spec.prefix_cache_tokens = prefix_cache_tokens;
-    // The same chunk boundaries in every lane, so a prefix's KV never depends on its lane's batch.
     spec.prefix_chunk = std::min<uint32_t>(512, cfg_.n_batch);
     Lane lane;
     if (!make_lane(model_, spec, &lane)) {

@@ -16,10 +16,9 @@ int64_t meta_int(const llama_model* model, const std::string& key, int64_t fallb
 
 }  // namespace
 
-llama_model* load_model(const std::string& path, int32_t n_gpu_layers, bool exact_kernels) {
+llama_model* load_model(const std::string& path, int32_t n_gpu_layers) {
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = n_gpu_layers;
-  mp.use_extra_bufts = !exact_kernels;
   return llama_model_load_from_file(path.c_str(), mp);
 }
 
@@ -45,7 +44,7 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
     // The CPU backend reads the variable once, when the context creates it.
     static std::mutex env_mu;
     std::lock_guard<std::mutex> lk(env_mu);
-    setenv("GGML_CPU_USE_REF", spec.exact_kernels ? "1" : "0", 1);
+    setenv("GGML_CPU_BATCH_INVARIANT", spec.exact_kernels ? "1" : "0", 1);
     ctx = llama_init_from_model(model, cp);
   }
   if (ctx == nullptr) return false;

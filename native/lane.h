@@ -25,10 +25,11 @@ enum class KvLayout {
 
 struct LaneSpec {
   KvLayout layout = KvLayout::copied;
-  // llama.cpp's CPU backend picks its flash-attention kernel by the query tokens a sequence brings
-  // to a micro-batch (tiled from 64, split over the cache for one), and the kernels round
-  // differently: a branch's score then moves with what shares its batch (0.29 nats seen). Exact
-  // kernels use the reference kernel for every shape (native/patches).
+  // llama.cpp's CPU backend picks its kernels by batch shape (flash attention tiled from 64 query
+  // rows and split over the cache for one; repacked weights through a 4-row GEMM or a GEMV by where
+  // a row falls), and they round differently: a branch's score then moves with what shares its
+  // batch (0.37 nats seen on the default model). Exact kernels are the batch-invariant ones of
+  // native/patches: one code path for every shape, each row's reductions in a fixed order.
   bool exact_kernels = true;
   uint32_t cells = 4096;  // copied: cells per sequence; shared: cells in the pool
   uint32_t n_seq = 32;
@@ -52,10 +53,9 @@ struct Lane {
   std::unique_ptr<Scorer> scorer;
 };
 
-// Loads a GGUF; nullptr when llama.cpp refuses it. Exact kernels keep CPU weights as stored:
-// repacked weights switch between a 4-row GEMM and a GEMV kernel depending on where a token's row
-// falls in the batch, and the two round differently.
-llama_model* load_model(const std::string& path, int32_t n_gpu_layers, bool exact_kernels);
+// Loads a GGUF; nullptr when llama.cpp refuses it. CPU weights are repacked where llama.cpp can
+// (the batch-invariant kernels keep the repacked GEMM for every row).
+llama_model* load_model(const std::string& path, int32_t n_gpu_layers);
 
 // Creates the context and starts its scorer; false (and `out` untouched) when llama.cpp cannot
 // allocate it.

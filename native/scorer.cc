@@ -156,12 +156,12 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
       job->cached = static_cast<int64_t>(e.decoded);
       return &e;
     }
-    // A cached prefix is reused when the new one extends it at a chunk boundary, so the rest is
-    // decoded in the same chunks as a cold start would use. Trimming a longer copy is not an
-    // option: the hole it leaves in the KV stream changes llama.cpp's rounding (0.35 nats seen).
-    if (e.decoded > best && e.decoded < tokens.size() && e.decoded % opts_.prefix_chunk == 0 &&
-        common_prefix(e.tokens, tokens, e.decoded) == e.decoded) {
-      best = e.decoded;
+    // Any common head is reused, at any token: the batch-invariant kernels give a token the same KV
+    // however its prompt was cut into decodes, and a copy trimmed to the head continues at the next
+    // cell, where a cold decode would have put it.
+    const size_t common = common_prefix(e.tokens, tokens, e.decoded);
+    if (common > best) {
+      best = common;
       donor = &e;
     }
   }
@@ -173,8 +173,11 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   if (free_seqs_.empty() && !evict_one_idle(donor)) return nullptr;
   if (!alloc_seq(&seq)) return nullptr;
   // Copied layout: llama.cpp copies the donor's whole stream. Shared: the new sequence joins the
-  // donor's cells.
-  if (donor != nullptr) llama_memory_seq_cp(mem_, donor->seq, seq, -1, -1);
+  // donor's cells. Either way the copy is then cut back to the common head.
+  if (donor != nullptr) {
+    llama_memory_seq_cp(mem_, donor->seq, seq, -1, -1);
+    if (best < donor->decoded) llama_memory_seq_rm(mem_, seq, static_cast<llama_pos>(best), -1);
+  }
   PrefixEntry entry;
   entry.seq = seq;
   entry.tokens = tokens;
@@ -255,10 +258,10 @@ void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntr
   for (auto& owned : active_) {
     ScoreJob* job = owned.get();
     PrefixEntry* e = job->entry;
-    if (e == nullptr || e->step_begin >= 0 || e->decoded >= e->tokens.size()) continue;
-    const size_t chunk_end = std::min(e->tokens.size(), (e->decoded / opts_.prefix_chunk + 1) * opts_.prefix_chunk);
+    if (e == nullptr || e->step_begin >= 0 || e->decoded >= e->tokens.size() || budget <= 0) continue;
+    // The batch-invariant kernels make any cut safe: a chunk takes what is left of the batch.
+    const size_t chunk_end = std::min({e->tokens.size(), e->decoded + opts_.prefix_chunk, e->decoded + static_cast<size_t>(budget)});
     const int32_t take = static_cast<int32_t>(chunk_end - e->decoded);
-    if (take > budget) continue;  // a chunk is never cut to fit: it waits for the next batch
     e->step_begin = batch_.n_tokens;
     e->step_count = take;
     for (int32_t i = 0; i < take; ++i) {

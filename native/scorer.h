@@ -56,8 +56,8 @@ struct ScoreJob {
 
 struct ScorerOptions {
   uint32_t n_batch = 2048;
-  // Prefixes are decoded in chunks that end at multiples of this many tokens, whatever else shares
-  // the batch, so a prefix's KV (and every score read from it) never depends on server load.
+  // At most this many of a prefix's tokens go into one decode, so that one long prompt cannot fill
+  // every decode while shorter ones wait.
   uint32_t prefix_chunk = 512;
   uint32_t n_seq_max = 64;
   // Idle prefix tokens kept for reuse; older ones are evicted to hand their sequences back.

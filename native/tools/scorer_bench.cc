@@ -342,7 +342,8 @@ class Bench {
     }
   }
 
-  // Scores may not depend on what else is in the batch, nor on whether the prefix was cached.
+  // Scores may not depend on what else is in the batch, nor on whether the prefix, or any head of
+  // it, was cached.
   void determinism() {
     const size_t prefix = o_.quick ? 300 : 700;  // two prefix chunks unless --quick
     auto probe = job(prefix, 4, 1, 4);
@@ -380,7 +381,19 @@ class Bench {
       return std::move(t.drain().front());
     };
 
-    Result cold_alone, cached_alone, cold_crowded, cached_crowded;
+    // The probe after another prompt that shares its first `head` tokens, a cut at no chunk or tile
+    // boundary: the cached head is trimmed off the other prompt's copy and the rest decoded.
+    const size_t head = prefix / 2 + 7;
+    auto head_cached = [&](Lane& lane) {
+      auto other = job(prefix, 1, 5, 2);
+      std::copy(probe->prefix.begin(), probe->prefix.begin() + static_cast<std::ptrdiff_t>(head), other->prefix.begin());
+      Tracker t;
+      t.submit(*lane.scorer, std::move(other), 0);
+      t.drain();
+      return alone(lane);
+    };
+
+    Result cold_alone, cached_alone, cold_crowded, cached_crowded, cached_head;
     {
       Lane lane;
       if (!make(default_cells(), &lane)) return emit(line("determinism").str("error", "llama.cpp could not create the context"));
@@ -394,12 +407,21 @@ class Bench {
       cold_crowded = crowded(lane);
       cached_crowded = crowded(lane);
     }
+    {
+      Lane lane;
+      if (!make(default_cells(), &lane)) return emit(line("determinism").str("error", "llama.cpp could not create the context"));
+      cached_head = head_cached(lane);
+    }
     const double tolerance = 1e-3;
     const std::pair<const char*, const Result*> cases[] = {
-        {"cold_vs_cached", &cached_alone}, {"alone_vs_batched", &cold_crowded}, {"alone_vs_batched_cached", &cached_crowded}};
+        {"cold_vs_cached", &cached_alone}, {"alone_vs_batched", &cold_crowded}, {"alone_vs_batched_cached", &cached_crowded},
+        {"cold_vs_head_cached", &cached_head}};
     for (const auto& [name, other] : cases) {
       Line l = line("determinism");
-      l.str("compare", name).num("prefix_tokens", static_cast<double>(prefix)).raw("suffix_tokens", suffix_list).num("other_jobs", name == std::string("cold_vs_cached") ? 0 : static_cast<double>(others));
+      const std::string which(name);
+      l.str("compare", name).num("prefix_tokens", static_cast<double>(prefix)).raw("suffix_tokens", suffix_list);
+      l.num("other_jobs", which == "cold_vs_cached" || which == "cold_vs_head_cached" ? 0 : static_cast<double>(others));
+      if (which == "cold_vs_head_cached") l.num("head_tokens", static_cast<double>(head)).num("cached_tokens", static_cast<double>(other->cached));
       const std::string error = !cold_alone.error.empty() ? cold_alone.error : other->error;
       if (!error.empty() || cold_alone.logprobs.size() != other->logprobs.size()) {
         emit(l.str("error", error.empty() ? "the probe was not scored" : error));
@@ -501,7 +523,7 @@ int main(int argc, char** argv) {
   }
   const size_t gpu0 = gpu_memory_used();
   const auto t0 = Clock::now();
-  llama_model* model = load_model(o.model, o.gpu_layers, o.exact_kernels);
+  llama_model* model = load_model(o.model, o.gpu_layers);
   if (model == nullptr) {
     std::fprintf(stderr, "arbitra-scorer-bench: failed to load the model: %s\n", o.model.c_str());
     return 1;

@@ -9,11 +9,11 @@
 export type KvLayout = 'copied' | 'shared';
 
 /**
- * `exact`: one CPU kernel for every batch shape in the copied layout's main lane (reference flash
- * attention, weights as stored), so a score never depends on what shares its batch; the long lane
- * and the shared pool keep the fast attention kernels, which tile over long caches. `fast`: llama.cpp's fastest CPU kernels (tiled
- * and split attention, repacked weights), which pick their code path by batch shape and round
- * differently: scores move with the load.
+ * `exact`: batch-invariant CPU kernels (native/patches): tiled flash attention and the repacked
+ * weights' GEMM for every batch shape, each row's reductions in a fixed order, so a token's result
+ * never depends on what shares its batch or how its prompt was cut into decodes. `fast`: llama.cpp's
+ * stock CPU kernels, which pick their code path by batch shape and round differently: scores move
+ * with the load. On a GPU both are the backend's own kernels.
  */
 export type Kernels = 'exact' | 'fast';
 
