@@ -7,6 +7,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
+import { modelFor } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import { engineRequestFor } from './lib/capture.js';
 import { ensureLlamaTool } from './lib/llama-bench.js';
@@ -15,9 +16,11 @@ import { poolRounds, runRound, turnOrder, type LoadResult, type LoadRound } from
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { freePort, serve } from './lib/serve.js';
 import { ms } from './lib/stats.js';
+import { WORKLOADS, WORKLOAD_NAMES, TICKET, type Workload } from './lib/workloads.js';
 
 const root = packageRoot();
-const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
+// The default model unless ARBITRA_MODEL names another (a catalogue name or a GGUF path).
+const model = modelFor(process.env.ARBITRA_MODEL).model;
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
 const seconds = Number(process.env.BENCH_SECONDS) || 15;
 const roundCount = Number(process.env.BENCH_ROUNDS) || 3;
@@ -26,41 +29,10 @@ const levels = (process.env.BENCH_CONCURRENCY ?? '1,8,32').split(',').map(Number
 const log = (msg: string): void => void process.stdout.write(`[bench:api] ${msg}\n`);
 const rel = (command: string): string => command.split(' ').map((a) => (path.isAbsolute(a) ? path.relative(root, a) : a)).join(' ');
 
-const TICKET =
-  'Ticket #4471 from a customer in Lyon. "Hello, I ordered the blue winter jacket (size M) on the 3rd and paid with my credit card. ' +
-  'The parcel arrived yesterday but the box was torn open, the jacket has a broken zip and there is a stain on the left sleeve. ' +
-  'I had planned to wear it for a trip next week, so I am quite annoyed. I already tried to call your hotline twice and waited ' +
-  'more than twenty minutes each time without reaching anyone. I would like either a replacement that arrives before Friday or ' +
-  'my money back. Please also tell me whether I need to send the damaged jacket back and who pays for the return shipping. ' +
-  'I have been a customer for six years and this is the first time something like this has happened. Regards, Camille."';
-
-const WORKLOADS = {
-  a: {
-    name: '4 choice questions x 4 options, debias permute, 4 passes',
-    body: {
-      model: 'jev-latest',
-      state: TICKET,
-      questions: {
-        intent: { type: 'choice', instructions: 'What does the customer want the company to do first, judging only from the message itself?', criteria: ['replacement', 'refund', 'repair', 'information'] },
-        sentiment: { type: 'choice', instructions: 'Which word best describes the overall emotional tone of the customer message as written?', criteria: ['angry', 'annoyed', 'neutral', 'pleased'] },
-        channel: { type: 'choice', instructions: 'Through which channel did the customer say they already tried to reach the company before writing?', criteria: ['email', 'phone', 'chat', 'store'] },
-        priority: { type: 'choice', instructions: 'How urgently should the support team handle this ticket, given the deadline the customer mentions?', criteria: ['low', 'normal', 'high', 'critical'] },
-      },
-      options: { debias: 'permute', debias_passes: 4 },
-    },
-  },
-  b: {
-    name: 'one noul question',
-    body: { model: 'jev-latest', state: TICKET, questions: { refund: { type: 'noul', instructions: 'Does the customer accept a refund?' } } },
-  },
-} as const;
-type Workload = keyof typeof WORKLOADS;
-const WORKLOAD_NAMES = Object.keys(WORKLOADS) as Workload[];
-
-// Issue 9: decisions/s of ours over llama-server's.
+// Issue 19: decisions/s of ours over llama-server's, and for (b) our p50 over its p50 at most 0.8.
 const GOALS = [
-  { workload: 'a', levels: [8], ratio: 5 },
-  { workload: 'b', levels: [1, 8], ratio: 1.2 },
+  { workload: 'a', levels: [8], ratio: 2, p50: null },
+  { workload: 'b', levels: [1, 8], ratio: 1.2, p50: 0.8 },
 ] as const;
 
 // Every request carries its own state, as real traffic does: otherwise both servers would only
@@ -73,8 +45,10 @@ interface Prompts {
   /** What the baseline is asked for one decision, one prompt per branch, STATE_SLOT where the state goes. */
   prompts: string[];
   candidates: number;
-  /** Tokens our engine runs through the model for one decision with a state it has not seen. */
+  /** Tokens our engine runs through the model for one decision with a state it has not seen, on a cold engine. */
   evaluatedTokens: number;
+  /** The same after another decision whose state shares this one's head (what the load sends): prefix reuse at any token. */
+  evaluatedTokensWarm: number;
 }
 
 async function promptsFor(body: object, engine: LocalEngine): Promise<Prompts> {
@@ -82,7 +56,8 @@ async function promptsFor(body: object, engine: LocalEngine): Promise<Prompts> {
   const request = await engineRequestFor({ ...body, state: STATE_SLOT }, info);
   const framed = engine.framedText(request);
   const { evaluatedTokens } = await engine.scoreText(await engineRequestFor({ ...body, state: nextState() }, info));
-  return { prompts: framed.suffixes.map((suffix) => framed.prefix + suffix), candidates: request.branches[0]!.answers.length, evaluatedTokens };
+  const warm = await engine.scoreText(await engineRequestFor({ ...body, state: nextState() }, info));
+  return { prompts: framed.suffixes.map((suffix) => framed.prefix + suffix), candidates: request.branches[0]!.answers.length, evaluatedTokens, evaluatedTokensWarm: warm.evaluatedTokens };
 }
 
 /** A server under test, up for the whole run; the load generator asks it for one decision at a time. */
@@ -209,7 +184,11 @@ async function main(): Promise<void> {
   }
 
   loads.push(os.loadavg()[0]!);
-  const tokens = Object.fromEntries(WORKLOAD_NAMES.map((w) => [w, { ours: prompts[w].evaluatedTokens, baseline: Math.round(baseline.tokensPerDecision(w)) }])) as Record<Workload, { ours: number; baseline: number }>;
+  const tokens = Object.fromEntries(
+    WORKLOAD_NAMES.map((w) => [w, { oursCold: prompts[w].evaluatedTokens, ours: prompts[w].evaluatedTokensWarm, baseline: Math.round(baseline.tokensPerDecision(w)) }]),
+  ) as Record<Workload, { oursCold: number; ours: number; baseline: number }>;
+  // Raw prompt tokens/s: tokens a side runs through the model per decision times its decisions/s.
+  const tokensPerSecond = (r: Row, side: Side): number => r.results[side.name]!.perSecond * (side === baseline ? tokens[r.workload].baseline : tokens[r.workload].ours);
   const command = [...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS'].flatMap((k) => (process.env[k] ? [`${k}=${process.env[k]}`] : [])), 'npm run bench:api'].join(' ');
   const out = {
     date: new Date().toISOString(),
@@ -227,12 +206,12 @@ async function main(): Promise<void> {
   writeRawResult('api', out);
 
   const x = (ratio: number): string => `${ratio.toFixed(2)}×`;
-  const header = ['workload', 'concurrency', ...sides.flatMap((s) => [`${s.name} decisions/s`, 'p50 ms', 'p99 ms']), ...ours.map((s) => `${s.name} ÷ llama-server`)];
+  const header = ['workload', 'concurrency', ...sides.flatMap((s) => [`${s.name} decisions/s`, 'p50 ms', 'p99 ms', 'prompt tok/s']), ...ours.map((s) => `${s.name} ÷ llama-server`)];
   const table = [
     `| ${header.join(' | ')} |`,
     `|${header.map(() => '---|').join('')}`,
     ...rows.map((r) => {
-      const cells = sides.flatMap((s) => [r.results[s.name]!.perSecond.toFixed(2), ms(r.results[s.name]!.p50ms), ms(r.results[s.name]!.p99ms)]);
+      const cells = sides.flatMap((s) => [r.results[s.name]!.perSecond.toFixed(2), ms(r.results[s.name]!.p50ms), ms(r.results[s.name]!.p99ms), tokensPerSecond(r, s).toFixed(0)]);
       return `| ${r.workload} | ${r.concurrency} | ${cells.join(' | ')} | ${ours.map((s) => `**${x(r.ratios[s.name]!)}**`).join(' | ')} |`;
     }),
   ].join('\n');
@@ -242,10 +221,14 @@ async function main(): Promise<void> {
         const row = rows.find((r) => r.workload === g.workload && r.concurrency === c);
         if (!row) return [];
         const ratio = row.ratios[s.name]!;
-        return [`${s.name} at ${c}: ${ratio >= g.ratio ? `${x(ratio)}, met` : `**${x(ratio)}, not met: ${((1 - ratio / g.ratio) * 100).toFixed(0)}% short**`}`];
+        const rate = ratio >= g.ratio ? `${x(ratio)}, met` : `**${x(ratio)}, not met: ${((1 - ratio / g.ratio) * 100).toFixed(0)}% short**`;
+        if (g.p50 === null) return [`${s.name} at ${c}: ${rate}`];
+        const p50 = row.results[s.name]!.p50ms / row.results[baseline.name]!.p50ms;
+        return [`${s.name} at ${c}: ${rate}; p50 ${p50 <= g.p50 ? `${x(p50)}, met` : `**${x(p50)}, not met**`}`];
       }),
     );
-    return `  - (${g.workload}) ≥ ${g.ratio}× at concurrency ${g.levels.join(' and ')}: ${verdicts.length > 0 ? verdicts.join('; ') : 'not measured in this run'}.`;
+    const p50Goal = g.p50 === null ? '' : `, p50 ≤ ${g.p50}× llama-server's`;
+    return `  - (${g.workload}) ≥ ${g.ratio}× decisions/s at concurrency ${g.levels.join(' and ')}${p50Goal}: ${verdicts.length > 0 ? verdicts.join('; ') : 'not measured in this run'}.`;
   });
   const exactOverFast = rows.map((r) => r.results[exact.name]!.perSecond / r.results[fast.name]!.perSecond);
   const drift = Math.max(...rows.flatMap((r) => Object.values(r.results).map((res) => Math.max(...res.roundRates) / Math.min(...res.roundRates))));
@@ -256,22 +239,23 @@ async function main(): Promise<void> {
     'API',
     `Command: \`${command}\` (${out.date}; ${out.cpus} cores, ${threads} engine threads per server, ${roundCount} rounds of ${roundSeconds.toFixed(0)} s per server and cell; 1-minute load average ${load(out.loadavg1.start)} at the start, up to ${load(out.loadavg1.max)} during the run, ${load(out.loadavg1.end)} at the end; the server under load accounts for about 2 of it).
 
-- Every request has its own state (the ticket plus a reference number), so neither server answers from a cache of whole prompts; within a request ours shares the state prefix across questions and passes.
+- Model: \`${path.relative(root, model)}\`.
+- Every request has its own state (the ticket plus a reference number at its end), so neither server answers from a cache of whole prompts; both reuse the head the states share (llama-server: a slot's common prefix; ours: any cached head, at any token), and ours shares each state across its questions and passes.
 - (a) ${WORKLOADS.a.name}: ${prompts.a.prompts.length} prompts per decision for the baseline.
 - (b) ${WORKLOADS.b.name}: ${prompts.b.prompts.length} prompt per decision.
-- Ours, exact kernels (the default, on which the determinism promise rests): \`${exact.command}\`.
-- Ours, fast kernels (llama.cpp's fastest CPU kernels, chosen by batch shape): \`${fast.command}\`.
+- Ours, exact kernels (the default, batch-invariant: on which the determinism promise rests): \`${exact.command}\`.
+- Ours, fast kernels (llama.cpp's stock CPU kernels, chosen by batch shape): \`${fast.command}\`.
 - Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.
 - Interleaved: the three servers are started together and stay up for the whole run; only one is loaded at a time, the others idle. Each cell is ${roundCount} rounds; in a round each server in turn gets the cell's load for ${roundSeconds.toFixed(0)} s and then until its requests in flight finish (a round shorter than a request is one wave of requests), and the order rotates, so that each server goes first once in ${sides.length} rounds. A server's decisions/s are its completions over the summed time of its rounds, its percentiles over all of its latencies: a slow spell of the machine falls on all three alike. One server's rounds within one cell still differed by up to ${drift.toFixed(1)}× (\`roundRates\` in bench/out/api.json).
 
 ${table}
 
-Reading the table:
-- Issue 9's goals, ours ÷ llama-server in decisions/s:
+Reading the table (prompt tok/s: the tokens a side runs through the model per decision, below, times its decisions/s):
+- Issue 19's goals, ours ÷ llama-server:
 ${goals.join('\n')}
-- (a): ours evaluates the state once per decision and the ${prompts.a.prompts.length} question × pass suffixes after it, ${tokens.a.ours} tokens; llama-server evaluates each of the ${prompts.a.prompts.length} prompts on its own, ${tokens.a.baseline} tokens per decision by its own \`timings.prompt_n\`. That is ${x(tokens.a.baseline / tokens.a.ours)} fewer tokens: the most that sharing alone gives, reached when both evaluate tokens equally fast; the ratio is roughly that times our raw throughput relative to llama-server's, which (b) measures. ${GOALS[0].ratio}× at this state length needs our raw throughput at ${x(GOALS[0].ratio / (tokens.a.baseline / tokens.a.ours))} llama-server's or more; a longer state shares more.
-- (b): one question has no prefix to share: both evaluate the same prompt (${tokens.b.ours} tokens ours, ${tokens.b.baseline} llama-server), so the ratio is our raw prompt throughput against llama-server's on it, HTTP, decision layer and engine process hop included.
-- The price of the exact kernels at the API: exact ÷ fast decisions/s from ${x(Math.min(...exactOverFast))} to ${x(Math.max(...exactOverFast))} over the cells (the reference attention kernel, no repacked weights).
+- (a): ours evaluates what differs of the state once per decision and the ${prompts.a.prompts.length} question × pass suffixes after it, ${tokens.a.ours} tokens (${tokens.a.oursCold} on a cold engine); llama-server evaluates each of the ${prompts.a.prompts.length} prompts in its own slot, ${tokens.a.baseline} tokens per decision by its own \`timings.prompt_n\`. That is ${x(tokens.a.baseline / tokens.a.ours)} fewer tokens: the most that sharing alone gives, reached when both evaluate tokens equally fast.
+- (b): one question: ours evaluates ${tokens.b.ours} tokens per decision (${tokens.b.oursCold} cold), llama-server ${tokens.b.baseline}; with equal token counts the ratio is our raw prompt throughput against llama-server's, HTTP, decision layer and engine process hop included.
+- The price of the exact kernels at the API: exact ÷ fast decisions/s from ${x(Math.min(...exactOverFast))} to ${x(Math.max(...exactOverFast))} over the cells (batch-invariant tiled attention and padded GEMM against llama.cpp's shape-chosen kernels).
 - ${failures.length > 0 ? `Failed decisions: ${failures.join('; ')}.` : 'No request failed.'}
 `,
   );

@@ -6,13 +6,15 @@
 import os from 'node:os';
 import path from 'node:path';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
+import { modelFor } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import { engineRequestFor } from './lib/capture.js';
 import { cpuSeconds, ensureLlamaTool, runLlamaBench } from './lib/llama-bench.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 
 const root = packageRoot();
-const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
+// The default model unless ARBITRA_MODEL names another (a catalogue name or a GGUF path).
+const model = modelFor(process.env.ARBITRA_MODEL).model;
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
 const iterations = Number(process.env.BENCH_ITERATIONS) || 8;
 const PASSES = 4;

@@ -506,6 +506,8 @@ Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   o.Set("lastBatchBranches", static_cast<double>(s.last_batch_branches));
   o.Set("queueDepth", static_cast<double>(s.queue_depth));
   o.Set("cachedPrefixes", static_cast<double>(s.cached_prefixes));
+  o.Set("decodeSeconds", s.decode_seconds);
+  o.Set("readoutSeconds", s.readout_seconds);
   o.Set("pending", static_cast<double>(pending_));
   return o;
 }

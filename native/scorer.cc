@@ -359,6 +359,8 @@ bool Scorer::step() {
 
   const auto started = std::chrono::steady_clock::now();
   const int32_t rc = llama_decode(ctx_, batch_);
+  const auto decoded = std::chrono::steady_clock::now();
+  const double decode_s = std::chrono::duration<double>(decoded - started).count();
   for (auto& [e, charged] : stepped) {
     if (rc == 0) {
       e->decoded += static_cast<size_t>(e->step_count);
@@ -374,6 +376,10 @@ bool Scorer::step() {
       if (!p.fused) free_seq(p.seq);
       p.job->next_branch = std::min(p.job->next_branch, p.branch);
       p.job->evaluated -= static_cast<int64_t>(p.job->branches[p.branch].suffix.size());
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stats_.decode_seconds += decode_s;
     }
     bool evicted = false;
     while (rc == 1 && evict_one_idle(nullptr)) evicted = true;
@@ -407,14 +413,17 @@ bool Scorer::step() {
     }
     p.job->branches_done++;
   }
+  const auto read = std::chrono::steady_clock::now();
   // Timed with the logits read; steps that also decoded prefix chunks would overstate a branch.
   if (!planned.empty() && stepped.empty()) {
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() / static_cast<double>(planned.size());
+    const double ms = std::chrono::duration<double, std::milli>(read - started).count() / static_cast<double>(planned.size());
     branch_ms_ = branch_ms_ > 0.0 ? 0.8 * branch_ms_ + 0.2 * ms : ms;
   }
 
   {
     std::lock_guard<std::mutex> lk(mu_);
+    stats_.decode_seconds += decode_s;
+    stats_.readout_seconds += std::chrono::duration<double>(read - decoded).count();
     stats_.decodes++;
     stats_.tokens_evaluated += static_cast<uint64_t>(batch_.n_tokens);
     stats_.branches_scored += planned.size();

@@ -88,6 +88,10 @@ struct ScorerStats {
   uint64_t last_batch_branches = 0;
   uint64_t queue_depth = 0;
   uint64_t cached_prefixes = 0;
+  // Time in llama_decode, and reading branches' log-probs out of its logits: where a request's
+  // engine time goes, next to what the rest of the service adds.
+  double decode_seconds = 0;
+  double readout_seconds = 0;
 
   // Totals over the engine's lanes; a last-batch figure is the largest of theirs.
   ScorerStats& operator+=(const ScorerStats& o) {
@@ -100,6 +104,8 @@ struct ScorerStats {
     last_batch_branches = std::max(last_batch_branches, o.last_batch_branches);
     queue_depth += o.queue_depth;
     cached_prefixes += o.cached_prefixes;
+    decode_seconds += o.decode_seconds;
+    readout_seconds += o.readout_seconds;
     return *this;
   }
 };

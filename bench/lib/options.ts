@@ -2,10 +2,11 @@
 // the same thing for each of them.
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { modelFor } from '../../src/config.js';
 import { packageRoot } from '../../src/paths.js';
 
 const COMMON = {
-  /** A catalogue name or a GGUF path; default the small model the test suite runs on. */
+  /** A catalogue name or a GGUF path; default the service's default model, what users serve. */
   model: { type: 'string' },
   /** Print the RESULTS.md section instead of writing it (trial runs). */
   'no-write': { type: 'boolean', default: false },
@@ -24,7 +25,7 @@ export function benchArgs<T extends NonNullable<ParseArgsConfig['options']>>(own
   const values = parseArgs({ options: { ...COMMON, ...own }, strict: true, allowPositionals: false }).values as Record<string, string | boolean | undefined>;
   const root = packageRoot();
   const common: CommonSettings = {
-    model: (values.model as string | undefined) ?? process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf'),
+    model: modelFor((values.model as string | undefined) ?? process.env.ARBITRA_MODEL).model,
     resultsFile: values['no-write'] ? null : path.resolve((values.results as string | undefined) ?? path.join(root, 'bench', 'RESULTS.md')),
   };
   return { values, common };

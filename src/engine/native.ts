@@ -19,6 +19,9 @@ export interface NativeStats {
   lastBatchBranches: number;
   queueDepth: number;
   cachedPrefixes: number;
+  /** Seconds spent in llama_decode, and reading branches' log-probs out of its logits. */
+  decodeSeconds: number;
+  readoutSeconds: number;
   pending: number;
 }
 

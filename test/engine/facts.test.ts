@@ -87,6 +87,8 @@ t.test('stats counters move with each call', async (t) => {
   const after = engine.stats();
   t.equal(after.decodes - before.decodes, 2, 'two decodes: the prefix with the first branch behind it, then the second branch');
   t.equal(after.tokensEvaluated - before.tokensEvaluated, r.evaluated, 'tokensEvaluated grew by what the call evaluated');
+  t.ok(after.decodeSeconds > before.decodeSeconds, 'time in llama_decode was counted');
+  t.ok(after.readoutSeconds > before.readoutSeconds, 'time reading log-probs out was counted');
   t.equal(after.branchesScored - before.branchesScored, 2);
   t.equal(after.jobsDone - before.jobsDone, 1);
   t.equal(after.lastBatchBranches, 1, 'the last decode held the second branch');
