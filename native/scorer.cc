@@ -189,6 +189,14 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   return &prefixes_.back();
 }
 
+bool Scorer::awaits_shared_head(const std::vector<llama_token>& tokens) const {
+  for (const auto& e : prefixes_) {
+    if (e.refs == 0 || e.decoded >= e.tokens.size() || e.tokens == tokens) continue;
+    if (common_prefix(e.tokens, tokens, e.tokens.size()) > e.decoded) return true;
+  }
+  return false;
+}
+
 bool Scorer::make_room(size_t need, PrefixEntry*& donor) {
   if (opts_.prefix_cells == 0) return true;
   for (;;) {
@@ -242,6 +250,9 @@ void Scorer::admit_prefixes() {
   auto held = [&holding](uint64_t tenant) -> size_t& {
     return std::find_if(holding.begin(), holding.end(), [tenant](const auto& h) { return h.first == tenant; })->second;
   };
+  // A job whose prefix shares more with a prefix still being decoded than is decoded yet waits for
+  // that decode: admitted now, it would decode the shared tokens a second time beside it.
+  waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [this](ScoreJob* job) { return awaits_shared_head(job->prefix); }), waiting.end());
   while (!waiting.empty()) {
     // The oldest job of the tenant holding the fewest prefixes: one client's queue cannot keep
     // every prefix slot while another client waits.

@@ -154,6 +154,8 @@ class Scorer {
   // with logits at its last token, and charges it to the job and its tenant.
   void place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
+  // True while a prefix in use is still decoding tokens that `tokens` begins with.
+  bool awaits_shared_head(const std::vector<llama_token>& tokens) const;
   // Shared layout: evicts idle prefixes until `need` more cells fit, sacrificing the donor last
   // (then cleared); false when the prefixes in use leave no room.
   bool make_room(size_t need, PrefixEntry*& donor);

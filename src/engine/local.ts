@@ -3,7 +3,8 @@
 // plain layout) and tokenises the frame's pieces once per system text.
 import { promptFrame, type PromptFrame } from './frame.js';
 import { findDigitLabels, findOptionLabels, findYesNo } from './labels.js';
-import { LlamaEngine } from './llama-engine.js';
+import { groupBranchHeads } from './branch-heads.js';
+import { LlamaEngine, type ScoreOutcome } from './llama-engine.js';
 import { EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
 /** A frame and its fixed pieces tokenised with control tokens parsed. */
@@ -116,11 +117,7 @@ export class LocalEngine implements EngineService {
         prefixTokens: prefix.length,
       });
     }
-    const outcome = await this.engine.score(
-      prefix,
-      request.branches.map((b, i) => ({ suffix: suffixes[i]!, candidates: Int32Array.from(b.answers.flat()) })),
-      { tenant: request.tenant, signal },
-    );
+    const outcome = await this.scoreGroups(prefix, suffixes, request, signal);
     return {
       branches: outcome.logprobs.map((lp, i) => {
         let at = 0;
@@ -130,6 +127,33 @@ export class LocalEngine implements EngineService {
       prefixTokens: prefix.length,
       evaluatedTokens: outcome.evaluated,
       cachedTokens: outcome.cached,
+    };
+  }
+
+  /**
+   * One engine job per group of branches that begin alike (branch-heads.ts), submitted together: the
+   * engine decodes the request's prefix once and each group's head once. Reported as one job would:
+   * every token evaluated, and the prefix tokens that were cached before the request.
+   */
+  private async scoreGroups(prefix: Int32Array, suffixes: Int32Array[], request: TextScoreRequest, signal?: AbortSignal): Promise<ScoreOutcome> {
+    const candidates = request.branches.map((b) => Int32Array.from(b.answers.flat()));
+    const groups = groupBranchHeads(suffixes);
+    const outcomes = await Promise.all(
+      groups.map((g) =>
+        this.engine.score(
+          concat([prefix, g.head]),
+          g.members.map((m) => ({ suffix: m.rest, candidates: candidates[m.index]! })),
+          { tenant: request.tenant, signal },
+        ),
+      ),
+    );
+    const logprobs: Float32Array[] = new Array(suffixes.length);
+    groups.forEach((g, k) => g.members.forEach((m, j) => (logprobs[m.index] = outcomes[k]!.logprobs[j]!)));
+    return {
+      logprobs,
+      evaluated: outcomes.reduce((n, o) => n + o.evaluated, 0),
+      // Later groups find the prefix their first sibling decoded: that is no cache hit of the request's.
+      cached: Math.min(prefix.length, ...outcomes.map((o) => o.cached)),
     };
   }
 
