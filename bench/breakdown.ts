@@ -45,7 +45,7 @@ interface Ours {
   tokens: number;
 }
 
-/** One decision on llama-server: its prompts sent together, its own timings summed over them. */
+/** One decision on llama-server: its prompts sent together; its own timings, the longest of them (its slots run together) and the tokens summed. */
 interface Theirs {
   wallMs: number;
   promptMs: number;
@@ -148,8 +148,8 @@ async function main(): Promise<void> {
         const wallMs = performance.now() - t0;
         theirs[w].push({
           wallMs,
-          promptMs: timings.reduce((s, t) => s + (t.prompt_ms ?? 0), 0),
-          predictMs: timings.reduce((s, t) => s + (t.predicted_ms ?? 0), 0),
+          promptMs: Math.max(...timings.map((t) => t.prompt_ms ?? 0)),
+          predictMs: Math.max(...timings.map((t) => t.predicted_ms ?? 0)),
           promptTokens: timings.reduce((s, t) => s + (t.prompt_n ?? 0), 0),
         });
       }
@@ -189,8 +189,8 @@ async function main(): Promise<void> {
     `Command: \`npm run bench:breakdown\` (${out.date}; model \`${out.model}\`, ${threads} threads, ${os.availableParallelism()} cores; one decision at a time, each with a state of its own that differs from the others at its end).
 
 - Ours: \`${server.command}\`, one worker; read from the client's wall time and from the server's metrics before and after each decision (\`arbitra_http_request_duration_seconds{route="systemone"}\`, \`arbitra_engine_decode_seconds_total\`, \`arbitra_engine_readout_seconds_total\`, decodes and tokens). Tokenising and framing are timed in the bench's own process on the same requests (the server does the same work).
-- llama-server: \`${path.relative(root, baseline.command.split(' ')[0]!)} …\` (as bench:api), a decision's prompts sent together; its own \`timings\` summed over them (its prompt times overlap when slots run together, so the sum can exceed the wall time).
-- The first decision on a fresh server, nothing cached: ${first ? `${f(first.wallMs)} ms, ${f(first.decodeMs)} ms of it in ${f(first.decodes)} decode(s) of ${f(first.tokens)} tokens` : 'not measured'}.
+- llama-server: \`${path.relative(root, baseline.command.split(' ')[0]!)} …\` (as bench:api), a decision's prompts sent together; its own \`timings\`: the longest prompt and predict times of them (its slots decode together) and their prompt tokens summed.
+- The first decision on a fresh server, nothing cached: ${first ? `${f(first.wallMs)} ms; the engine meanwhile spent ${f(first.decodeMs)} ms in ${f(first.decodes)} decode(s) of ${f(first.tokens)} tokens, the load-time self-test's included` : 'not measured'}.
 
 ${table}
 `,
