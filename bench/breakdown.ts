@@ -7,6 +7,7 @@
 // predict times. Writes bench/out/breakdown.json and the Breakdown section of bench/RESULTS.md.
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { modelFor } from '../src/config.js';
 import { createLocalEngine } from '../src/engine/local.js';
 import type { TextScoreRequest } from '../src/engine/types.js';
@@ -17,6 +18,7 @@ import { startLlamaServer } from './lib/llama-server.js';
 import { metricTotal, readHistograms } from './lib/metrics.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { freePort, serve } from './lib/serve.js';
+import { latencySummary } from './lib/stats.js';
 import { WORKLOADS, WORKLOAD_NAMES, TICKET, type Workload } from './lib/workloads.js';
 
 const root = packageRoot();
@@ -25,11 +27,7 @@ const model = modelFor(process.env.ARBITRA_MODEL).model;
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
 const requests = Number(process.env.BENCH_REQUESTS) || 8;
 const log = (msg: string): void => void process.stdout.write(`[bench:breakdown] ${msg}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
+const median = (xs: readonly number[]): number => latencySummary(xs).p50;
 
 // Each decision has a state of its own that differs from the others near its end, as in bench:api.
 let stateNumber = 0;

@@ -250,10 +250,12 @@ void Scorer::admit_prefixes() {
   auto held = [&holding](uint64_t tenant) -> size_t& {
     return std::find_if(holding.begin(), holding.end(), [tenant](const auto& h) { return h.first == tenant; })->second;
   };
-  // A job whose prefix shares more with a prefix still being decoded than is decoded yet waits for
-  // that decode: admitted now, it would decode the shared tokens a second time beside it.
-  waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [this](ScoreJob* job) { return awaits_shared_head(job->prefix); }), waiting.end());
-  while (!waiting.empty()) {
+  for (;;) {
+    // A job whose prefix shares more with a prefix still being decoded than is decoded yet waits for
+    // that decode: admitted now, it would decode the shared tokens a second time beside it. Asked
+    // after every admission, since the prefix just admitted may be the one to wait for.
+    waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [this](ScoreJob* job) { return awaits_shared_head(job->prefix); }), waiting.end());
+    if (waiting.empty()) return;
     // The oldest job of the tenant holding the fewest prefixes: one client's queue cannot keep
     // every prefix slot while another client waits.
     auto next = std::min_element(waiting.begin(), waiting.end(), [&held](ScoreJob* a, ScoreJob* b) { return held(a->tenant) < held(b->tenant); });

@@ -35,30 +35,26 @@ export function groupBranchHeads(suffixes: readonly Int32Array[], minHead = MIN_
     return a.length - b.length || x - y;
   });
   // Neighbours in sorted order share the longest heads: cut where the shared head gets too short.
-  const runs: number[][] = [];
-  let headLength = 0;
+  // A run's head is the shortest of its neighbours' common heads, each member's last token kept out.
+  const runs: { members: number[]; head: number }[] = [];
   for (const i of order) {
     const run = runs[runs.length - 1];
-    if (run) {
-      const shared = Math.min(headLength, commonHead(suffixes[run[run.length - 1]!]!, suffixes[i]!), suffixes[i]!.length - 1);
-      if (shared >= minHead) {
-        run.push(i);
-        headLength = shared;
-        continue;
-      }
+    const head = run ? Math.min(run.head, commonHead(suffixes[run.members[run.members.length - 1]!]!, suffixes[i]!), suffixes[i]!.length - 1) : 0;
+    if (run && head >= minHead) {
+      run.members.push(i);
+      run.head = head;
+    } else {
+      runs.push({ members: [i], head: suffixes[i]!.length - 1 });
     }
-    runs.push([i]);
-    headLength = suffixes[i]!.length - 1;
   }
   const shared: BranchGroup[] = [];
   const alone: BranchGroup = { head: new Int32Array(0), members: [] };
   for (const run of runs) {
-    if (run.length < 2) {
-      alone.members.push({ index: run[0]!, rest: suffixes[run[0]!]! });
+    if (run.members.length < 2) {
+      alone.members.push({ index: run.members[0]!, rest: suffixes[run.members[0]!]! });
       continue;
     }
-    const length = run.reduce((n, i) => Math.min(n, commonHead(suffixes[run[0]!]!, suffixes[i]!), suffixes[i]!.length - 1), Infinity);
-    shared.push({ head: suffixes[run[0]!]!.subarray(0, length), members: run.map((index) => ({ index, rest: suffixes[index]!.subarray(length) })) });
+    shared.push({ head: suffixes[run.members[0]!]!.subarray(0, run.head), members: run.members.map((index) => ({ index, rest: suffixes[index]!.subarray(run.head) })) });
   }
   const groups = alone.members.length > 0 ? [...shared, alone] : shared;
   for (const g of groups) g.members.sort((a, b) => a.index - b.index);

@@ -170,6 +170,19 @@ t.test('prefix cache: any common head with a cached prefix is reused, and scores
   t.same(cutAgain.logprobs, referenceCut.logprobs, 'head cut from a longer prefix: bit-identical to cold');
 });
 
+t.test('prefix cache: a request sharing a head still being decoded waits for it instead of decoding it again', async (t) => {
+  const text = Array.from({ length: 12 }, (_, i) => state(`#together-${i}`)).join('');
+  const head = withBos(text);
+  const first = Int32Array.from([...head, ...bare(state('#first-tail'))]);
+  const second = Int32Array.from([...head, ...bare(state('#second-tail'))]);
+  const branch = { suffix: question(QUESTIONS[6]!), candidates: LABELS };
+  const [a, b] = await Promise.all([engine.score(first, [branch]), engine.score(second, [branch])]);
+  t.ok(head.length > 300, `a long shared head (${head.length} tokens)`);
+  t.ok(b.cached >= head.length, `the second found the head the first decoded (${b.cached} cached)`);
+  t.equal(a.evaluated + b.evaluated, first.length - a.cached + second.length - b.cached + 2 * branch.suffix.length, 'every token evaluated once');
+  t.ok(a.evaluated + b.evaluated < first.length + second.length, 'the shared head was not decoded twice');
+});
+
 t.test('split == whole: prefix and suffix split at a newline score like the whole sequence', async (t) => {
   const prefixText = `${state('#split')}Question: Is the ticket about billing?\n`;
   const suffixText = 'Options: A) yes B) no C) unsure D) not stated\nAnswer:';

@@ -434,6 +434,8 @@ if (cannotRun) {
     t.equal(metricValue(first.text, 'arbitra_engine_up'), 1, 'engine up');
     t.ok((metricValue(first.text, 'arbitra_engine_tokens_evaluated_total') ?? 0) > 0, 'tokens evaluated are counted on the first scrape after decisions');
     t.ok((metricValue(first.text, 'arbitra_engine_branches_scored_total') ?? 0) > 0, 'branches scored are counted on the first scrape after decisions');
+    t.ok((metricValue(first.text, 'arbitra_engine_decode_seconds_total') ?? 0) > 0, 'time in llama_decode is counted');
+    t.ok((metricValue(first.text, 'arbitra_engine_readout_seconds_total') ?? 0) > 0, 'time reading log-probs out is counted');
     t.ok((metricValue(first.text, 'arbitra_http_requests_total', { route: 'systemone', status: '200' }) ?? 0) >= 12, 'systemone 200s are counted');
 
     // Fresh connections spread over both workers (health names the answering pid); every one of
