@@ -8,7 +8,7 @@
 //
 // BENCH_MODELS   catalogue names or GGUF paths, comma-separated (default: the default model)
 // BENCH_METHODS  plain, permute2, permute4, prior (default: all four)
-// BENCH_LAYOUT   served (default), no-system, digits: a layout to measure against the served one
+// BENCH_LAYOUT   served (default), no-system, digits, ordinal, letters: a layout to measure against the served one
 // BENCH_LIMIT    decide only the first N cases (quick checks)
 // BENCH_TYPES    only these question types, e.g. score or noul,choice (quick checks)
 import fs from 'node:fs';
@@ -21,11 +21,13 @@ import { decide } from '../src/decision/decide.js';
 import type { KindName } from '../src/decision/kinds/index.js';
 import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/prompt.js';
 import { argmax } from '../src/decision/readout.js';
+import { expectation } from '../src/decision/kinds/score.js';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
 import { CATALOGUE, DEFAULT_MODEL, findEntry } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
 import { loadCases, reversedChoices, truthIndex, type LabelledCase } from './lib/cases.js';
 import { replaceSection } from './lib/results.js';
+import { median } from './lib/stats.js';
 
 const root = packageRoot();
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
@@ -36,7 +38,9 @@ const log = (msg: string): void => void process.stdout.write(`[bench:quality] ${
 const LAYOUTS: Record<string, PromptLayout> = {
   served: LAYOUT,
   'no-system': { ...LAYOUT, system: null },
-  digits: { ...LAYOUT, scoreLabels: 'digits' },
+  digits: { ...LAYOUT, scoreReadout: 'digits' },
+  ordinal: { ...LAYOUT, scoreReadout: 'ordinal' },
+  letters: { ...LAYOUT, scoreReadout: 'letters' },
 };
 const layoutName = process.env.BENCH_LAYOUT ?? 'served';
 const layout = LAYOUTS[layoutName];
@@ -79,7 +83,7 @@ interface Record_ {
   /** Per option, as the method read it. */
   p: number[];
   truth: number;
-  /** The served score (the most probable level) for score questions. */
+  /** For score questions, the score as a client reads it: the served expectation Σ i·pᵢ (of p as the method read it). */
   score: number | null;
   labelMass: number;
   /** For choice questions: whether the choice changed with the options listed in reverse. */
@@ -163,7 +167,7 @@ async function runModel(model: { name: string; file: string }, cases: LabelledCa
           kind: spec.kind,
           p,
           truth: truthIndex(spec, c.truth[spec.name]!),
-          score: spec.kind === 'score' ? READOUTS.mode(p) : null,
+          score: spec.kind === 'score' ? expectation(p) : null,
           labelMass: labelMassOf(answer),
           flipped: spec.kind === 'choice' && method !== 'prior' ? choiceOf(answer) !== choiceOf(other) : null,
           answer,
@@ -184,14 +188,9 @@ async function runModel(model: { name: string; file: string }, cases: LabelledCa
   return { records, ms };
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-}
-
 /** The score a readout reports from a level distribution. */
 const READOUTS = {
-  expectation: (p: number[]) => p.reduce((acc, x, i) => acc + x * i, 0),
+  expectation,
   mode: argmax,
   median: (p: number[]) => {
     let acc = 0;
@@ -200,6 +199,7 @@ const READOUTS = {
   },
 };
 
+/** Right as a client reads the answer: noul P(yes) > 0.5, the choice given, |score − truth| ≤ 0.5. */
 function correct(r: Record_): boolean {
   if (r.kind === 'score') return Math.abs(r.score! - r.truth) <= 0.5;
   return argmax(r.p) === r.truth;
@@ -211,6 +211,8 @@ interface Row {
   kind: KindName | 'all';
   n: number;
   accuracy: number;
+  /** The most probable option is the truth (for score: the mode, which clients are not served). */
+  argmaxAccuracy: number;
   brier: number;
   ece: number;
   eceCalibrated: number | null;
@@ -246,6 +248,7 @@ function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
       kind,
       n: rs.length,
       accuracy: mean(rs.map((r) => (correct(r) ? 1 : 0))),
+      argmaxAccuracy: mean(rs.map((r) => (argmax(r.p) === r.truth ? 1 : 0))),
       brier: m.brier,
       ece: m.ece,
       eceCalibrated,
@@ -297,9 +300,9 @@ async function main(): Promise<void> {
   );
 
   const table = [
-    '| model | method | type | n | accuracy | Brier | ECE | ECE calibrated (5-fold held out) | fitted map | order flips | label mass | ms / decision |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${f(r.brier)} | ${f(r.ece)} | ${f(r.eceCalibrated)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${f(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`),
+    '| model | method | type | n | accuracy as served | argmax accuracy | Brier | ECE | ECE calibrated (5-fold held out) | fitted map | order flips | label mass | ms / decision |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${pct(r.argmaxAccuracy)} | ${f(r.brier)} | ${f(r.ece)} | ${f(r.eceCalibrated)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${f(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`),
   ];
   for (const line of table) process.stdout.write(`${line}\n`);
   const readoutTable = [
@@ -332,7 +335,7 @@ async function main(): Promise<void> {
       '',
       ...readoutTable,
       '',
-      '- accuracy: the answer given is the truth (noul: P(yes) > 0.5; choice: the most probable label; score: |score − truth| ≤ 0.5 with the served score, the most probable level).',
+      '- accuracy as served: the answer right as a client reads it (noul: P(yes) > 0.5; choice: the label given; score: |score − truth| ≤ 0.5 with the served score, the expectation Σ i·pᵢ). argmax accuracy: the most probable option is the truth (the same for noul and choice; for score, the mode, which is not what clients are served).',
       '- Brier: mean Σᵢ (pᵢ − yᵢ)² over the options (for yes/no that is twice the binary Brier score). ECE: top answer\'s probability against its hit rate, 10 equal-width bins.',
       '- ECE calibrated: each question judged by a calibration fitted on the other four fifths (src/decision/calibration.ts, what `arbitra calibrate` fits); "none" when no fit beat the raw probabilities.',
       '- order flips: choice questions whose answer changes when the options are listed in reverse order (same method both times).',

@@ -9,7 +9,7 @@
 // probabilities alone.
 import type { ConfidenceBand } from '../api/schemas/common.js';
 import type { KindName } from './kinds/index.js';
-import { argmax } from './readout.js';
+import { argmax, tempered } from './readout.js';
 
 /** One labelled decision: the probabilities the model gave (per option) and the true option. */
 export interface Sample {
@@ -66,11 +66,7 @@ function normalise(xs: number[]): number[] {
 }
 
 export function applyFit(fit: KindFit, p: number[]): number[] {
-  if (fit.method === 'temperature') {
-    const logs = p.map((x) => Math.log(Math.max(x, EPS)) / fit.temperature);
-    const max = Math.max(...logs);
-    return normalise(logs.map((l) => Math.exp(l - max)));
-  }
+  if (fit.method === 'temperature') return tempered(p, fit.temperature);
   const x = Math.log(Math.max(p[0]!, EPS)) - Math.log(Math.max(p[1]!, EPS));
   const yes = 1 / (1 + Math.exp(-(fit.a * x + fit.b)));
   return [yes, 1 - yes];

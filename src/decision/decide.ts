@@ -40,7 +40,8 @@ export interface Decision {
 
 interface Plan {
   question: AnsweredSpec;
-  passes: { ordering: Ordering; weight: number; branch: number }[];
+  /** Per probe of the question, its passes: one branch per distinct ordering of its answers. */
+  probes: { ordering: Ordering; weight: number; branch: number }[][];
 }
 
 /** Questions of a kind no engine here answers, each refused by name with the reason. */
@@ -107,18 +108,18 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
   const permute = req.options.debias === 'permute';
   const passCount = permute ? req.options.debias_passes : 1;
   const branches: TextBranch[] = [];
-  const plans: Plan[] = questions.map((question) => {
-    const kind = kindOf(question);
-    const orderings = distinctOrderings(balancedOrderings(kind.options(question), passCount));
-    return {
-      question,
-      passes: orderings.map(({ ordering, weight }) => {
-        const { text, answers } = kind.render(question, ordering, ctx);
-        branches.push({ suffix: text, answers });
-        return { ordering, weight, branch: branches.length - 1 };
-      }),
-    };
-  });
+  const plans: Plan[] = questions.map((question) => ({
+    question,
+    probes: kindOf(question)
+      .probes(question, ctx)
+      .map((probe) =>
+        distinctOrderings(balancedOrderings(probe.answers, passCount)).map(({ ordering, weight }) => {
+          const { text, answers } = probe.render(ordering);
+          branches.push({ suffix: text, answers });
+          return { ordering, weight, branch: branches.length - 1 };
+        }),
+      ),
+  }));
 
   let result;
   try {
@@ -135,17 +136,18 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
   const uncalibrated: Decision['uncalibrated'] = Object.create(null);
   // fromEntries defines own properties, so a question named "__proto__" is answered like any other.
   const answers: Record<string, Answer> = Object.fromEntries(
-    plans.map(({ question, passes }) => {
-      const readings: PassReading[] = passes.map((p) => ({ ordering: p.ordering, weight: p.weight, logprobs: result.branches[p.branch]! }));
-      const debiased = averagePasses(readings);
+    plans.map(({ question, probes }) => {
+      const kind = kindOf(question);
+      const readings: PassReading[][] = probes.map((passes) => passes.map((p) => ({ ordering: p.ordering, weight: p.weight, logprobs: result.branches[p.branch]! })));
+      const debiased = kind.combine(question, readings.map(averagePasses), ctx);
       uncalibrated[question.name] = { kind: question.kind, p: debiased };
       const calibrated = calibration?.apply(question.kind, debiased) ?? null;
-      const answer = kindOf(question).answer(question, {
+      const answer = kind.answer(question, {
         p: calibrated ?? debiased,
-        raw: req.options.return_raw_probabilities ? optionDistribution(identityPass(readings)) : null,
+        raw: req.options.return_raw_probabilities ? kind.combine(question, readings.map((r) => optionDistribution(identityPass(r))), ctx) : null,
         debiasPasses: permute ? passCount : null,
         band: calibrated ? confidenceBand(calibrated) : null,
-        labelMass: labelMass(readings),
+        labelMass: readings.reduce((acc, r) => acc + labelMass(r), 0) / readings.length,
       });
       return [question.name, answer];
     }),

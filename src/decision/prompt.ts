@@ -27,11 +27,17 @@ export const SYSTEM_PROMPT =
 export interface PromptLayout {
   /** Text of the system turn; null leaves the template's default. */
   system: string | null;
-  /** Score levels shown as lettered options (their descriptions) or as their own digits (0 = lowest). */
-  scoreLabels: 'digits' | 'letters';
+  /**
+   * How a score's level distribution is read: the levels shown once as lettered options (their
+   * descriptions) or as their own digits (0 = lowest), or ordinal, one yes/no threshold per level
+   * above the lowest ("is it this level or higher?").
+   */
+  scoreReadout: 'letters' | 'digits' | 'ordinal' | 'split' | 'each';
+  /** The score distribution raised to 1/T and renormalised; 1 leaves it as read. */
+  scoreTemperature: number;
 }
 
-export const LAYOUT: PromptLayout = { system: SYSTEM_PROMPT, scoreLabels: 'letters' };
+export const LAYOUT: PromptLayout = { system: SYSTEM_PROMPT, scoreReadout: 'letters', scoreTemperature: 1 };
 
 /** Ends at a newline so that tokenising prefix and suffix apart equals tokenising them together. */
 export function contextBlock(state: string): string {

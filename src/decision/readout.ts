@@ -71,3 +71,13 @@ export function argmax(p: number[]): number {
 export function keyed(keys: string[], values: number[]): Record<string, number> {
   return Object.fromEntries(keys.map((k, i) => [k, values[i]!]));
 }
+
+/** p sharpened (T < 1) or flattened (T > 1): pᵢ^(1/T), renormalised; the ranking never changes. */
+export function tempered(p: number[], temperature: number): number[] {
+  if (temperature === 1) return p;
+  const logs = p.map((x) => Math.log(Math.max(x, 1e-12)) / temperature);
+  const max = Math.max(...logs);
+  const exps = logs.map((l) => Math.exp(l - max));
+  const sum = exps.reduce((a, b) => a + b, 0);
+  return exps.map((e) => e / sum);
+}

@@ -4,18 +4,15 @@
 // scenario of test/integration/python/sdk_driver.py, which prints what the client returned or
 // raised and what it put on the wire; the asserts are here.
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { TEST_MODEL_ID } from '../helpers/models.js';
+import { PYTHON, root, venvMissing, withoutTypesafeEnv } from './helpers/python.js';
 import { cannotRun, metricValue, startServer, type Server } from './helpers/server.js';
 
 type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const PYTHON = path.join(root, '.venv-sdk', process.platform === 'win32' ? 'Scripts/python.exe' : 'bin/python');
 const DRIVER = path.join(root, 'test', 'integration', 'python', 'sdk_driver.py');
 const ALIASES = ['jev-latest', 'jev-preview', 'default'];
 // Neither server's self-test is asserted here; skipping it leaves both cores to the scenarios.
@@ -26,13 +23,22 @@ const sum = (o: Record<string, number>): number => Object.values(o).reduce((a, b
 
 /** Runs one driver scenario as a user would: the client configured by TYPESAFE_BASE_URL and TYPESAFE_API_KEY. */
 async function drive(server: Server, key: string, scenario: string): Promise<any> {
-  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TYPESAFE_')));
+  const env = withoutTypesafeEnv();
   env.TYPESAFE_BASE_URL = server.url;
   env.TYPESAFE_API_KEY = key;
   const { stdout } = await run(PYTHON, [DRIVER, scenario], { env, maxBuffer: 16 << 20 });
   const result = JSON.parse(stdout);
   if (result.crash) throw new Error(`sdk_driver.py ${scenario} crashed:\n${result.crash}`);
+  const broken = scoreChecks(result).filter((c) => !c.holds);
+  if (broken.length > 0) throw new Error(`sdk_driver.py ${scenario}: score is not Σ i·pᵢ in ${JSON.stringify(broken)}`);
   return result;
+}
+
+/** Every score answer the client parsed anywhere in a scenario's result, checked against Σ i·pᵢ by the driver. */
+function scoreChecks(node: unknown): { name: string; holds: boolean }[] {
+  if (node === null || typeof node !== 'object') return [];
+  const own = Array.isArray((node as any).score_checks) ? (node as any).score_checks : [];
+  return [...own, ...Object.values(node).flatMap(scoreChecks)];
 }
 
 /** A call the client returned from, with the status the server sent. */
@@ -69,9 +75,8 @@ const details = (call: any): { loc: (string | number)[]; msg: string; type: stri
 
 if (cannotRun) {
   t.plan(0, cannotRun);
-} else if (!fs.existsSync(PYTHON)) {
-  // Not a skip: the client's environment is part of the test setup, so its absence is a broken setup.
-  t.fail(`${path.relative(root, PYTHON)} is missing: run node scripts/python-sdk.mjs (npm test runs it before tap)`);
+} else if (venvMissing()) {
+  t.fail(venvMissing()!);
 } else {
   t.test('one server, every feature the client has', async (t) => {
     const server = await startServer(t.testdir(), { workers: 2, env: QUIET });
@@ -107,6 +112,11 @@ if (cannotRun) {
       t.same(Object.keys(urgency.probabilities), ['0', '1', '2']);
       t.ok(Math.abs(sum(urgency.probabilities) - 1) < 1e-6, 'probabilities sum to 1');
       t.ok(urgency.score >= 0 && urgency.score <= 2, `score ${urgency.score}`);
+      t.same(
+        call.score_checks.map((c: any) => [c.name, c.holds]),
+        [['urgency', true]],
+        'the driver checked score = Σ i·pᵢ on the score answer the client parsed',
+      );
       t.ok(urgency.confidence >= 0 && urgency.confidence <= 1);
       // The client's typed answers hold what the server sent, field for field.
       for (const [name, typed] of Object.entries<Record<string, unknown>>(call.answers)) {

@@ -197,7 +197,7 @@ export type ChoiceAnswer = Static<typeof ChoiceAnswer>;
 
 export const ScoreAnswer = Type.Object({
   type: Type.Literal('score', { default: 'score' }),
-  score: Type.Number({ description: 'the most probable level index, from 0 to levels − 1' }),
+  score: Type.Number({ description: 'the expected level, Σ i·pᵢ over probabilities (calibrated where calibration is on), from 0 to levels − 1' }),
   legend: Type.Record(MemberName, Type.Union([Type.String(), JsonObject, Type.Array(Type.Unknown())]), {
     description: 'level index → the level description exactly as sent (text, object or array); "" for a level sent as null',
   }),

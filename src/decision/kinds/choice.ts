@@ -6,7 +6,7 @@ import { valueError } from '../../api/validation.js';
 import { questionBody } from '../prompt.js';
 import { argmax, keyed } from '../readout.js';
 import { countError, described, renderEntry, splitListing } from './criteria.js';
-import type { QuestionKind } from './kind.js';
+import { onlyProbe, type QuestionKind } from './kind.js';
 
 export const CHOICE_LABELS = { kind: 'choice', what: 'labels', min: 2, max: 255 } as const;
 
@@ -49,11 +49,18 @@ export const choice: QuestionKind<ChoiceSpec, ChoiceAnswer> = {
 
   capacity: ({ labels }) => labels.optionLabels.length,
 
-  render(spec, ordering, { labels }) {
-    const shown = labels.optionLabels.slice(0, ordering.length);
-    const lines = ['Options:', ...ordering.map((option, position) => `${shown[position]!.label}. ${described(spec.options[option]!.label, spec.options[option]!.description)}`)];
-    return { text: questionBody(spec.instructions, lines, 'Reply with only the letter of the best option.'), answers: shown.map((l) => l.tokens) };
-  },
+  probes: (spec, { labels }) => [
+    {
+      answers: spec.options.length,
+      render(ordering) {
+        const shown = labels.optionLabels.slice(0, ordering.length);
+        const lines = ['Options:', ...ordering.map((option, position) => `${shown[position]!.label}. ${described(spec.options[option]!.label, spec.options[option]!.description)}`)];
+        return { text: questionBody(spec.instructions, lines, 'Reply with only the letter of the best option.'), answers: shown.map((l) => l.tokens) };
+      },
+    },
+  ],
+
+  combine: onlyProbe,
 
   answer(spec, r) {
     const names = spec.options.map((o) => o.label);

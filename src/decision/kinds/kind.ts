@@ -1,6 +1,7 @@
-// What every question kind provides. A kind owns its whole path: how its criteria normalise, how
-// one ordering of its options is shown to the model, and how the read distribution becomes its
-// typed answer. decide.ts knows kinds only through this interface.
+// What every question kind provides. A kind owns its whole path: how its criteria normalise, what
+// it asks the model (its probes, each shown in one ordering of its answers per pass), how the
+// probes' distributions become one over its options, and how that becomes its typed answer.
+// decide.ts knows kinds only through this interface.
 import type { ValidationErrorItem } from '../../api/errors.js';
 import type { Answer } from '../../api/schemas/systemone.js';
 import type { ConfidenceBand } from '../../api/schemas/common.js';
@@ -48,12 +49,30 @@ export interface PreviewKind<S> extends Normalises<S> {
   refusal(spec: S): string;
 }
 
+/**
+ * One thing a question asks the model, read back as a distribution over its own answers. permute
+ * averages it over orderings of those answers.
+ */
+export interface Probe {
+  /** How many answers it offers. */
+  answers: number;
+  /** The branch showing its answers in one ordering (ordering[position] = answer). */
+  render(ordering: Ordering): RenderedBranch;
+}
+
 export interface QuestionKind<S, A extends Answer = Answer> extends Normalises<S> {
   /** How many answer options the question has. */
   options(spec: S): number;
   /** The most options this kind can show with this model's labels. */
   capacity(ctx: RenderContext): number;
-  /** One ordering (ordering[position] = option) shown to the model. */
-  render(spec: S, ordering: Ordering, ctx: RenderContext): RenderedBranch;
+  /** What is asked of the model; most kinds ask one probe whose answers are the options. */
+  probes(spec: S, ctx: RenderContext): Probe[];
+  /** The probes' distributions (debiased, in probes() order) → one over the question's options. */
+  combine(spec: S, probes: number[][], ctx: RenderContext): number[];
   answer(spec: S, reading: Reading): A;
+}
+
+/** The distribution of a kind's only probe, whose answers are its options. */
+export function onlyProbe(_spec: unknown, probes: number[][]): number[] {
+  return probes[0]!;
 }

@@ -3,7 +3,7 @@ import type { NoulAnswer } from '../../api/schemas/systemone.js';
 import type { Entry } from '../../api/schemas/common.js';
 import { questionBody } from '../prompt.js';
 import { renderEntry } from './criteria.js';
-import type { QuestionKind } from './kind.js';
+import { onlyProbe, type Labels, type Probe, type QuestionKind } from './kind.js';
 
 export interface NoulSpec {
   kind: 'noul';
@@ -12,6 +12,25 @@ export interface NoulSpec {
   /** What a yes / a no means, when the client described them. */
   yes: string | null;
   no: string | null;
+}
+
+/**
+ * A yes/no question about the context, answers [yes, no]; each ordering decides which is offered
+ * first. `lines` come between the question and the meanings of yes and no.
+ */
+export function yesNoProbe(labels: Labels, instructions: string | null, meaning: { yes: string | null; no: string | null }, lines: string[] = []): Probe {
+  const answers = [
+    { word: labels.yes.label, tokens: labels.yes.tokens, meaning: meaning.yes },
+    { word: labels.no.label, tokens: labels.no.tokens, meaning: meaning.no },
+  ];
+  return {
+    answers: 2,
+    render(ordering) {
+      const shown = ordering.map((i) => answers[i]!);
+      const meanings = shown.filter((a) => a.meaning).map((a) => `${a.word} means: ${a.meaning}`);
+      return { text: questionBody(instructions, [...lines, ...meanings], `Reply with only ${shown[0]!.word} or ${shown[1]!.word}.`), answers: shown.map((a) => a.tokens) };
+    },
+  };
 }
 
 export const noul: QuestionKind<NoulSpec, NoulAnswer> = {
@@ -25,15 +44,9 @@ export const noul: QuestionKind<NoulSpec, NoulAnswer> = {
 
   capacity: () => 2,
 
-  render(spec, ordering, { labels }) {
-    const answers = [
-      { word: labels.yes.label, tokens: labels.yes.tokens, meaning: spec.yes },
-      { word: labels.no.label, tokens: labels.no.tokens, meaning: spec.no },
-    ];
-    const shown = ordering.map((i) => answers[i]!);
-    const lines = shown.filter((a) => a.meaning).map((a) => `${a.word} means: ${a.meaning}`);
-    return { text: questionBody(spec.instructions, lines, `Reply with only ${shown[0]!.word} or ${shown[1]!.word}.`), answers: shown.map((a) => a.tokens) };
-  },
+  probes: (spec, { labels }) => [yesNoProbe(labels, spec.instructions, { yes: spec.yes, no: spec.no })],
+
+  combine: onlyProbe,
 
   answer(_spec, r) {
     return {

@@ -1,15 +1,14 @@
 // score: rate on 2-10 ordered levels, level i being score i. Levels are shown like a choice's
 // options, lettered, with their descriptions (or their numbers where they have none); a layout may
-// show them with their own digits instead. Measured on the labelled set (bench/RESULTS.md), the
-// default model rates far better picking a lettered description than a digit, and its level
-// distributions are flat enough that the expected level regresses to the middle: the score is the
-// most probable level, and the probabilities carry the uncertainty.
+// show them with their own digits instead. The score is the expectation Σ i·pᵢ of the served
+// probabilities, as in the reference API: clients threshold and average it.
 import type { ScoreAnswer } from '../../api/schemas/systemone.js';
 import type { Entry } from '../../api/schemas/common.js';
 import { questionBody } from '../prompt.js';
-import { argmax, keyed } from '../readout.js';
+import { argmax, keyed, tempered } from '../readout.js';
 import { countError, renderEntry, splitListing } from './criteria.js';
-import type { QuestionKind, RenderContext } from './kind.js';
+import type { Probe, QuestionKind, RenderContext } from './kind.js';
+import { yesNoProbe } from './noul.js';
 
 export const SCORE_LEVELS = { kind: 'score', what: 'levels', min: 2, max: 10 } as const;
 
@@ -48,6 +47,11 @@ function levels(criteria: unknown): { shown: string; sent: LegendValue }[] {
   });
 }
 
+/** The reference score: the expected level under the served distribution. */
+export function expectation(p: number[]): number {
+  return p.reduce((acc, x, i) => acc + x * i, 0);
+}
+
 /**
  * The reference confidence: 1 minus the expected distance from the most probable level, relative
  * to that of a uniform distribution around the middle, U(N) = Σ|i − (N−1)/2| / N; floored at 0.
@@ -61,7 +65,83 @@ export function scoreConfidence(p: number[]): number {
 }
 
 function useDigits(ctx: RenderContext, n: number): boolean {
-  return ctx.layout.scoreLabels === 'digits' && ctx.labels.digitLabels.length >= n;
+  return ctx.layout.scoreReadout === 'digits' && ctx.labels.digitLabels.length >= n;
+}
+
+/** Level i as the model is shown it: its description, or its number where it has none. */
+const shownLevel = (spec: ScoreSpec, level: number): string => spec.levels[level] || String(level);
+
+/** The levels shown once as a choice: lettered descriptions, or each level's own digit. */
+function pickLevel(spec: ScoreSpec, ctx: RenderContext): Probe {
+  const n = spec.levels.length;
+  if (useDigits(ctx, n)) {
+    return {
+      answers: n,
+      render(ordering) {
+        // The digit is the level itself, so a permuted ordering moves lines, never renumbers them.
+        const lines = [`Levels (0 = lowest, ${n - 1} = highest):`, ...ordering.map((level) => (spec.levels[level] ? `${level} = ${spec.levels[level]}` : String(level)))];
+        return {
+          text: questionBody(spec.instructions, lines, 'Reply with only the number of the best matching level.'),
+          answers: ordering.map((level) => ctx.labels.digitLabels[level]!.tokens),
+        };
+      },
+    };
+  }
+  return {
+    answers: n,
+    render(ordering) {
+      const shown = ctx.labels.optionLabels.slice(0, n);
+      const lines = ['Options:', ...ordering.map((level, position) => `${shown[position]!.label}. ${shownLevel(spec, level)}`)];
+      return { text: questionBody(spec.instructions, lines, 'Reply with only the letter of the best option.'), answers: shown.map((l) => l.tokens) };
+    },
+  };
+}
+
+/**
+ * The ordinal readout: one yes/no probe per threshold k = 1..n−1, "is it level k or higher?",
+ * each after the same question and scale so that their shared head is decoded once.
+ */
+function thresholds(spec: ScoreSpec, ctx: RenderContext): Probe[] {
+  const scale = ['Scale, lowest to highest:', ...spec.levels.map((_, i) => `- ${shownLevel(spec, i)}`)];
+  if (ctx.layout.scoreReadout === 'each') {
+    return spec.levels.map((_, i) => yesNoProbe(ctx.labels, spec.instructions, { yes: null, no: null }, [...scale, `Is "${shownLevel(spec, i)}" the right answer?`]));
+  }
+  if (ctx.layout.scoreReadout === 'ordinal') {
+    return spec.levels.slice(1).map((_, i) => yesNoProbe(ctx.labels, spec.instructions, { yes: null, no: null }, [...scale, `Is the answer "${shownLevel(spec, i + 1)}" or higher on this scale?`]));
+  }
+  const quoted = (from: number, to: number) => spec.levels.slice(from, to).map((_, i) => `"${shownLevel(spec, from + i)}"`).join(', ');
+  return spec.levels.slice(1).map((_, i) => {
+    const k = i + 1;
+    // Answers [at or above k, below k], so that answer 0 is P(level ≥ k) as for yes/no.
+    const groups = [`${quoted(k, spec.levels.length)}`, `${quoted(0, k)}`];
+    return {
+      answers: 2,
+      render(ordering) {
+        const shown = ctx.labels.optionLabels.slice(0, 2);
+        const lines = [...scale, 'Which part of the scale holds the answer?', ...ordering.map((g, position) => `${shown[position]!.label}. one of ${groups[g]}`)];
+        return { text: questionBody(spec.instructions, lines, 'Reply with only the letter of the best option.'), answers: shown.map((l) => l.tokens) };
+      },
+    };
+  });
+}
+
+/**
+ * P(level ≥ k) for k = 1..n−1, read one threshold at a time, made non-increasing (pool adjacent
+ * violators, equal weights), then differenced into P(level = i).
+ */
+export function fromThresholds(atLeast: number[]): number[] {
+  const blocks: { sum: number; count: number }[] = [];
+  for (const q of atLeast) {
+    blocks.push({ sum: q, count: 1 });
+    while (blocks.length > 1 && blocks.at(-2)!.sum / blocks.at(-2)!.count < blocks.at(-1)!.sum / blocks.at(-1)!.count) {
+      const last = blocks.pop()!;
+      blocks.at(-1)!.sum += last.sum;
+      blocks.at(-1)!.count += last.count;
+    }
+  }
+  const monotone = blocks.flatMap((b) => Array<number>(b.count).fill(b.sum / b.count));
+  const cumulative = [1, ...monotone, 0];
+  return cumulative.slice(0, -1).map((q, i) => Math.max(0, q - cumulative[i + 1]!));
 }
 
 export const score: QuestionKind<ScoreSpec, ScoreAnswer> = {
@@ -81,28 +161,23 @@ export const score: QuestionKind<ScoreSpec, ScoreAnswer> = {
 
   options: (spec) => spec.levels.length,
 
-  capacity: (ctx) => (useDigits(ctx, SCORE_LEVELS.max) ? ctx.labels.digitLabels.length : ctx.labels.optionLabels.length),
+  capacity: (ctx) =>
+    ctx.layout.scoreReadout === 'ordinal' || ctx.layout.scoreReadout === 'split' ? SCORE_LEVELS.max : useDigits(ctx, SCORE_LEVELS.max) ? ctx.labels.digitLabels.length : ctx.labels.optionLabels.length,
 
-  render(spec, ordering, ctx) {
-    const n = spec.levels.length;
-    if (useDigits(ctx, n)) {
-      // The digit is the level itself, so a permuted ordering moves lines, never renumbers them.
-      const lines = [`Levels (0 = lowest, ${n - 1} = highest):`, ...ordering.map((level) => (spec.levels[level] ? `${level} = ${spec.levels[level]}` : String(level)))];
-      return {
-        text: questionBody(spec.instructions, lines, 'Reply with only the number of the best matching level.'),
-        answers: ordering.map((level) => ctx.labels.digitLabels[level]!.tokens),
-      };
-    }
-    const shown = ctx.labels.optionLabels.slice(0, n);
-    const lines = ['Options:', ...ordering.map((level, position) => `${shown[position]!.label}. ${spec.levels[level] || String(level)}`)];
-    return { text: questionBody(spec.instructions, lines, 'Reply with only the letter of the best option.'), answers: shown.map((l) => l.tokens) };
+  probes: (spec, ctx) => (ctx.layout.scoreReadout === 'ordinal' || ctx.layout.scoreReadout === 'split' || ctx.layout.scoreReadout === 'each' ? thresholds(spec, ctx) : [pickLevel(spec, ctx)]),
+
+  combine(_spec, probes, ctx) {
+    const yes = probes.map((yesNo) => yesNo[0]!);
+    const total = yes.reduce((a, b) => a + b, 0);
+    const p = ctx.layout.scoreReadout === 'each' ? yes.map((y) => y / total) : ctx.layout.scoreReadout === 'ordinal' || ctx.layout.scoreReadout === 'split' ? fromThresholds(yes) : probes[0]!;
+    return tempered(p, ctx.layout.scoreTemperature);
   },
 
   answer(spec, r) {
     const keys = spec.levels.map((_, i) => String(i));
     return {
       type: 'score',
-      score: argmax(r.p),
+      score: expectation(r.p),
       legend: Object.fromEntries(spec.legend.map((d, i) => [String(i), d])),
       probabilities: keyed(keys, r.p),
       confidence: scoreConfidence(r.p),

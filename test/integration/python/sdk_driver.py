@@ -90,6 +90,16 @@ class Wire:
         )
 
 
+def score_checks(result: SystemOneResponse) -> list[dict[str, Any]]:
+    """The reference's score rule on every score answer the client parsed: score = Σ i·pᵢ."""
+    checks = []
+    for name, answer in result.answers.items():
+        if answer.type == "score":
+            expectation = sum(int(level) * p for level, p in answer.probabilities.items())
+            checks.append({"name": name, "score": answer.score, "expectation": expectation, "holds": abs(answer.score - expectation) <= 1e-9})
+    return checks
+
+
 def outcome(call: Callable[[], Any]) -> dict[str, Any]:
     """What one client call returned or raised, and how long it took."""
     start = time.monotonic()
@@ -120,6 +130,7 @@ def outcome(call: Callable[[], Any]) -> dict[str, Any]:
                 "choices": sorted(result.choices),
                 "scores": sorted(result.scores),
                 "boxes": sorted(result.boxes),
+                "score_checks": score_checks(result),
             }
         elif isinstance(result, ListModelsResponse):
             out["models"] = [m.model_dump(mode="json") for m in result.models]
