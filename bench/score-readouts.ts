@@ -8,7 +8,7 @@
 //
 // BENCH_MODELS    a catalogue name or GGUF path (default: the default model)
 // BENCH_RUNS      readout/method pairs, comma-separated (default: every readout plain, letters also
-//                 with permute2); readouts letters, digits, ordinal, split, each; methods plain, permute2
+//                 with permute2); readouts letters, digits, ordinal; methods plain, permute2
 // BENCH_LIMIT     only the first N score questions (quick checks; not written to RESULTS.md)
 import os from 'node:os';
 import path from 'node:path';
@@ -31,8 +31,8 @@ const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
 const limit = Number(process.env.BENCH_LIMIT) || Infinity;
 const METHODS = { plain: { debias: 'off' }, permute2: { debias: 'permute', debias_passes: 2 } } as const;
 type Method = keyof typeof METHODS;
-const READOUTS: Readout[] = ['letters', 'digits', 'ordinal', 'split', 'each'];
-const planned = (process.env.BENCH_RUNS ?? 'letters/plain,letters/permute2,digits/plain,ordinal/plain,split/plain,each/plain').split(',').map((run) => {
+const READOUTS: Readout[] = ['letters', 'digits', 'ordinal'];
+const planned = (process.env.BENCH_RUNS ?? 'letters/plain,letters/permute2,digits/plain,ordinal/plain').split(',').map((run) => {
   const [readout, method] = run.split('/') as [Readout, Method];
   if (!READOUTS.includes(readout) || !(method in METHODS)) throw new Error(`BENCH_RUNS: ${run} is not readout/method (readouts ${READOUTS.join(', ')}; methods ${Object.keys(METHODS).join(', ')})`);
   return { readout, method };

@@ -133,6 +133,8 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
   }
 
   const calibration = opts.calibration;
+  // Raw probabilities are the model's own: the unpermuted pass, before the layout sharpens a score.
+  const asRead: RenderContext = { ...ctx, layout: { ...layout, scoreTemperature: 1 } };
   const uncalibrated: Decision['uncalibrated'] = Object.create(null);
   // fromEntries defines own properties, so a question named "__proto__" is answered like any other.
   const answers: Record<string, Answer> = Object.fromEntries(
@@ -144,7 +146,7 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
       const calibrated = calibration?.apply(question.kind, debiased) ?? null;
       const answer = kind.answer(question, {
         p: calibrated ?? debiased,
-        raw: req.options.return_raw_probabilities ? kind.combine(question, readings.map((r) => optionDistribution(identityPass(r))), ctx) : null,
+        raw: req.options.return_raw_probabilities ? kind.combine(question, readings.map((r) => optionDistribution(identityPass(r))), asRead) : null,
         debiasPasses: permute ? passCount : null,
         band: calibrated ? confidenceBand(calibrated) : null,
         labelMass: readings.reduce((acc, r) => acc + labelMass(r), 0) / readings.length,

@@ -108,7 +108,7 @@ t.test('score (digits layout) falls back to letters on a vocabulary without sing
   t.equal(score.capacity(noDigits), 4);
 });
 
-const ordinal: RenderContext = { labels, layout: { ...LAYOUT, scoreReadout: 'ordinal' } };
+const ordinal: RenderContext = { labels, layout: { ...LAYOUT, scoreReadout: 'ordinal', scoreTemperature: 1 } };
 
 t.test('score (ordinal layout): one yes/no probe per level above the lowest, all after the same question and scale', async (t) => {
   const probes = score.probes(stars, ordinal);
@@ -133,7 +133,9 @@ t.test('score (ordinal layout): P(level ≥ k) differenced into a distribution, 
 t.test('score: the layout\'s temperature sharpens the read distribution, ranking kept', async (t) => {
   const sharp = score.combine(stars, [[0.2, 0.3, 0.5]], { labels, layout: { ...LAYOUT, scoreTemperature: 0.5 } });
   [0.04, 0.09, 0.25].forEach((x, i) => t.ok(close(sharp[i]!, x / 0.38), `p[${i}] ∝ pᵢ² at T = 0.5: ${sharp[i]}`));
-  t.same(score.combine(stars, [[0.2, 0.3, 0.5]], ctx), [0.2, 0.3, 0.5], 'T = 1 leaves it as read');
+  t.same(score.combine(stars, [[0.2, 0.3, 0.5]], { labels, layout: { ...LAYOUT, scoreTemperature: 1 } }), [0.2, 0.3, 0.5], 'T = 1 leaves it as read');
+  const served = score.combine(stars, [[0.2, 0.3, 0.5]], ctx);
+  t.ok(served[2]! > 0.9 && served[0]! < served[1]!, `the served layout sharpens: ${served}`);
 });
 
 t.test('score answer: the expected level, legend, reference confidence', async (t) => {

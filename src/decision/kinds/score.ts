@@ -1,7 +1,9 @@
 // score: rate on 2-10 ordered levels, level i being score i. Levels are shown like a choice's
 // options, lettered, with their descriptions (or their numbers where they have none); a layout may
-// show them with their own digits instead. The score is the expectation Σ i·pᵢ of the served
-// probabilities, as in the reference API: clients threshold and average it.
+// show them with their own digits, or ask one yes/no threshold per level instead, and sharpens the
+// read distribution by its temperature (src/decision/prompt.ts says why). The score is the
+// expectation Σ i·pᵢ of the served probabilities, as in the reference API: clients threshold and
+// average it.
 import type { ScoreAnswer } from '../../api/schemas/systemone.js';
 import type { Entry } from '../../api/schemas/common.js';
 import { questionBody } from '../prompt.js';
@@ -103,26 +105,7 @@ function pickLevel(spec: ScoreSpec, ctx: RenderContext): Probe {
  */
 function thresholds(spec: ScoreSpec, ctx: RenderContext): Probe[] {
   const scale = ['Scale, lowest to highest:', ...spec.levels.map((_, i) => `- ${shownLevel(spec, i)}`)];
-  if (ctx.layout.scoreReadout === 'each') {
-    return spec.levels.map((_, i) => yesNoProbe(ctx.labels, spec.instructions, { yes: null, no: null }, [...scale, `Is "${shownLevel(spec, i)}" the right answer?`]));
-  }
-  if (ctx.layout.scoreReadout === 'ordinal') {
-    return spec.levels.slice(1).map((_, i) => yesNoProbe(ctx.labels, spec.instructions, { yes: null, no: null }, [...scale, `Is the answer "${shownLevel(spec, i + 1)}" or higher on this scale?`]));
-  }
-  const quoted = (from: number, to: number) => spec.levels.slice(from, to).map((_, i) => `"${shownLevel(spec, from + i)}"`).join(', ');
-  return spec.levels.slice(1).map((_, i) => {
-    const k = i + 1;
-    // Answers [at or above k, below k], so that answer 0 is P(level ≥ k) as for yes/no.
-    const groups = [`${quoted(k, spec.levels.length)}`, `${quoted(0, k)}`];
-    return {
-      answers: 2,
-      render(ordering) {
-        const shown = ctx.labels.optionLabels.slice(0, 2);
-        const lines = [...scale, 'Which part of the scale holds the answer?', ...ordering.map((g, position) => `${shown[position]!.label}. one of ${groups[g]}`)];
-        return { text: questionBody(spec.instructions, lines, 'Reply with only the letter of the best option.'), answers: shown.map((l) => l.tokens) };
-      },
-    };
-  });
+  return spec.levels.slice(1).map((_, i) => yesNoProbe(ctx.labels, spec.instructions, { yes: null, no: null }, [...scale, `Is the answer "${shownLevel(spec, i + 1)}" or higher on this scale?`]));
 }
 
 /**
@@ -162,14 +145,12 @@ export const score: QuestionKind<ScoreSpec, ScoreAnswer> = {
   options: (spec) => spec.levels.length,
 
   capacity: (ctx) =>
-    ctx.layout.scoreReadout === 'ordinal' || ctx.layout.scoreReadout === 'split' ? SCORE_LEVELS.max : useDigits(ctx, SCORE_LEVELS.max) ? ctx.labels.digitLabels.length : ctx.labels.optionLabels.length,
+    ctx.layout.scoreReadout === 'ordinal' ? SCORE_LEVELS.max : useDigits(ctx, SCORE_LEVELS.max) ? ctx.labels.digitLabels.length : ctx.labels.optionLabels.length,
 
-  probes: (spec, ctx) => (ctx.layout.scoreReadout === 'ordinal' || ctx.layout.scoreReadout === 'split' || ctx.layout.scoreReadout === 'each' ? thresholds(spec, ctx) : [pickLevel(spec, ctx)]),
+  probes: (spec, ctx) => (ctx.layout.scoreReadout === 'ordinal' ? thresholds(spec, ctx) : [pickLevel(spec, ctx)]),
 
   combine(_spec, probes, ctx) {
-    const yes = probes.map((yesNo) => yesNo[0]!);
-    const total = yes.reduce((a, b) => a + b, 0);
-    const p = ctx.layout.scoreReadout === 'each' ? yes.map((y) => y / total) : ctx.layout.scoreReadout === 'ordinal' || ctx.layout.scoreReadout === 'split' ? fromThresholds(yes) : probes[0]!;
+    const p = ctx.layout.scoreReadout === 'ordinal' ? fromThresholds(probes.map((yesNo) => yesNo[0]!)) : probes[0]!;
     return tempered(p, ctx.layout.scoreTemperature);
   },
 
