@@ -60,11 +60,6 @@ export function confidenceBand(p: number[]): Exclude<ConfidenceBand, null> {
 
 const EPS = 1e-12;
 
-function normalise(xs: number[]): number[] {
-  const sum = xs.reduce((a, b) => a + b, 0);
-  return sum > 0 ? xs.map((x) => x / sum) : xs.map(() => 1 / xs.length);
-}
-
 export function applyFit(fit: KindFit, p: number[]): number[] {
   if (fit.method === 'temperature') return tempered(p, fit.temperature);
   const x = Math.log(Math.max(p[0]!, EPS)) - Math.log(Math.max(p[1]!, EPS));
