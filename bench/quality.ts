@@ -283,7 +283,7 @@ async function main(): Promise<void> {
   const order = (r: Row) => `${r.model}\u0000${[...methods, ORIG_REV].indexOf(r.method)}\u0000${['all', 'noul', 'choice', 'score'].indexOf(r.kind)}`;
   rows.sort((a, b) => order(a).localeCompare(order(b)));
 
-  const scoreReadouts = [...new Set(all.map((r) => `${r.model}\u0000${r.method}`))].map((key) => {
+  const scoreReadouts = [...new Set(all.filter((r) => r.kind === 'score').map((r) => `${r.model}\u0000${r.method}`))].map((key) => {
     const [model, method] = key.split('\u0000');
     const rs = all.filter((r) => r.model === model && r.method === method && r.kind === 'score');
     const hits = (read: (p: number[]) => number) => mean(rs.map((r) => (Math.abs(read(r.p) - r.truth) <= 0.5 ? 1 : 0)));
@@ -326,7 +326,7 @@ async function main(): Promise<void> {
     path.join(root, 'bench', 'RESULTS.md'),
     'Quality (`npm run bench:quality`)',
     [
-      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`BENCH_MODELS=${[...new Set(all.map((r) => r.model))].join(',')} npm run bench:quality\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}.`,
+      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`BENCH_MODELS=${[...new Set(all.map((r) => r.model))].join(',')}${process.env.BENCH_METHODS ? ` BENCH_METHODS=${methods.join(',')}` : ''} npm run bench:quality\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}.`,
       `Set: bench/quality/cases.jsonl, ${cases.length} cases, ${questions} questions. Models: ${modelsLine}.`,
       '',
       ...table,
