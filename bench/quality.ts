@@ -8,7 +8,7 @@
 //
 // BENCH_MODELS   catalogue names or GGUF paths, comma-separated (default: the default model)
 // BENCH_METHODS  plain, permute2, permute4, prior (default: all four)
-// BENCH_LAYOUT   served (default), no-system, digits, ordinal, letters: a layout to measure against the served one
+// BENCH_LAYOUT   served (default), no-system, unsharpened, digits, ordinal: a layout to measure against the served one
 // BENCH_LIMIT    decide only the first N cases (quick checks)
 // BENCH_TYPES    only these question types, e.g. score or noul,choice (quick checks)
 import fs from 'node:fs';
@@ -27,7 +27,7 @@ import { CATALOGUE, DEFAULT_MODEL, findEntry } from '../src/models/catalogue.js'
 import { packageRoot } from '../src/paths.js';
 import { loadCases, reversedChoices, truthIndex, type LabelledCase } from './lib/cases.js';
 import { replaceSection } from './lib/results.js';
-import { median } from './lib/stats.js';
+import { mean, median } from './lib/stats.js';
 
 const root = packageRoot();
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
@@ -38,9 +38,10 @@ const log = (msg: string): void => void process.stdout.write(`[bench:quality] ${
 const LAYOUTS: Record<string, PromptLayout> = {
   served: LAYOUT,
   'no-system': { ...LAYOUT, system: null },
-  digits: { ...LAYOUT, scoreReadout: 'digits' },
-  ordinal: { ...LAYOUT, scoreReadout: 'ordinal' },
-  letters: { ...LAYOUT, scoreReadout: 'letters' },
+  // The served temperature was fitted to the lettered readout, so the other readouts are measured as read.
+  unsharpened: { ...LAYOUT, scoreTemperature: 1 },
+  digits: { ...LAYOUT, scoreReadout: 'digits', scoreTemperature: 1 },
+  ordinal: { ...LAYOUT, scoreReadout: 'ordinal', scoreTemperature: 1 },
 };
 const layoutName = process.env.BENCH_LAYOUT ?? 'served';
 const layout = LAYOUTS[layoutName];
@@ -114,7 +115,6 @@ function choiceOf(answer: Answer): string | null {
   return answer.type === 'choice' ? answer.choice : null;
 }
 
-const mean = (xs: number[]) => (xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length);
 
 async function runModel(model: { name: string; file: string }, cases: LabelledCase[]) {
   // One engine per timed method, so every method meets each state with a cold prefix cache.

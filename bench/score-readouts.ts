@@ -23,7 +23,7 @@ import { DEFAULT_MODEL, findEntry } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
 import { loadCases, truthIndex } from './lib/cases.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
-import { median } from './lib/stats.js';
+import { mean, median } from './lib/stats.js';
 
 type Readout = PromptLayout['scoreReadout'];
 const root = packageRoot();
@@ -47,7 +47,6 @@ interface Question {
   id: string;
   state: string;
   question: Record<string, unknown>;
-  levels: number;
   truth: number;
 }
 
@@ -62,7 +61,6 @@ interface Run {
 
 const hit = (p: number[], truth: number) => (Math.abs(expectation(p) - truth) <= 0.5 ? 1 : 0);
 const absError = (p: number[], truth: number) => Math.abs(expectation(p) - truth);
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 function scoreQuestions(): Question[] {
   const cases = loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl'));
@@ -72,7 +70,7 @@ function scoreQuestions(): Question[] {
         .filter(([, q]) => q.type === 'score')
         .map(([name, q]) => {
           const spec = validateSystemOneRequest({ state: c.state, questions: { [name]: q } }).questions[0] as ScoreSpec;
-          return { id: `${c.id}/${name}`, state: c.state, question: q, levels: spec.levels.length, truth: truthIndex(spec, c.truth[name]!) };
+          return { id: `${c.id}/${name}`, state: c.state, question: q, truth: truthIndex(spec, c.truth[name]!) };
         }),
     )
     .slice(0, limit);

@@ -10,6 +10,11 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
+/** The arithmetic mean; NaN when the list is empty. */
+export function mean(xs: readonly number[]): number {
+  return xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
 /** The middle of a list (the mean of the two middle values when even); NaN when it is empty. */
 export function median(xs: readonly number[]): number {
   if (xs.length === 0) return NaN;

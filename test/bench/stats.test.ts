@@ -1,6 +1,16 @@
 // The summaries the load benches report: percentiles, a series' start/max/end, and recovery after a fault.
 import t from 'tap';
-import { latencySummary, percentile, recoveryAfter, seriesSummary } from '../../bench/lib/stats.js';
+import { latencySummary, mean, median, percentile, recoveryAfter, seriesSummary } from '../../bench/lib/stats.js';
+
+t.test('mean and median, NaN for nothing; median sorts a copy and averages the middle pair', async (t) => {
+  t.equal(mean([1, 2, 6]), 3);
+  t.ok(Number.isNaN(mean([])));
+  const xs = [9, 1, 5];
+  t.equal(median(xs), 5);
+  t.same(xs, [9, 1, 5], 'the input is left in its order');
+  t.equal(median([4, 1, 3, 2]), 2.5);
+  t.ok(Number.isNaN(median([])));
+});
 
 t.test('percentile is nearest-rank on an ascending list', async (t) => {
   const xs = Array.from({ length: 100 }, (_, i) => i + 1);
