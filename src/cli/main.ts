@@ -52,7 +52,7 @@ Variables without a flag:
 ${envs}
   Limits (ARBITRA_RATE_LIMIT_RPS, ARBITRA_MAX_IN_FLIGHT, ARBITRA_FREE_DAILY_DECISIONS,
   ARBITRA_MONTHLY_CAP, ARBITRA_BILLING, ARBITRA_IP_LIMIT_PER_MINUTE, ARBITRA_RETENTION_DAYS, ...)
-  are documented in the README.
+  are documented in docs/operations.md ("Limits and billing").
 `;
 }
 

@@ -20,7 +20,7 @@ export interface ChatMessage {
 // model's chat template behind the plain layout).
 const SENTINEL = '\u2063[[ARBITRA:USER-MESSAGE]]\u2063';
 
-/** The fallback for models whose GGUF carries no chat template (documented in the README). */
+/** The fallback for models whose GGUF carries no chat template (documented in docs/models.md, "What the engine prepares at load"). */
 export function plainFrame(system: string | null): PromptFrame {
   return { head: system ? `${system}\n\n` : '', tail: '\nAnswer:\n', plain: true };
 }

@@ -17,7 +17,7 @@ export interface CatalogueEntry {
   file: string;
   bytes: number;
   sha256: string;
-  /** The upstream model and its licence, as the README and NOTICE state them. */
+  /** The upstream model and its licence, as docs/models.md and NOTICE state them. */
   upstream: string;
   license: string;
   summary: string;
