@@ -2,13 +2,7 @@
 //   {"detail": {"error_type": "<code>", "message": "<sentence>", ...context}}
 // and every 422 as pydantic's HTTPValidationError {"detail": [ValidationError, ...]}.
 
-export interface ValidationErrorItem {
-  type: string;
-  loc: (string | number)[];
-  msg: string;
-  input?: unknown;
-  ctx?: Record<string, unknown>;
-}
+export { ValidationFailure, type ValidationErrorItem } from '../decision/schema/problems.js';
 
 export const ERROR_CODES = {
   /** A request that cannot be read at all, e.g. a body whose Content-Encoding does not decode. */
@@ -48,13 +42,5 @@ export class ApiError extends Error {
     super(message);
     this.name = 'ApiError';
     this.status = ERROR_CODES[code];
-  }
-}
-
-export class ValidationFailure extends Error {
-  readonly status = 422;
-  constructor(readonly detail: ValidationErrorItem[]) {
-    super(detail.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; '));
-    this.name = 'ValidationFailure';
   }
 }

@@ -7,7 +7,7 @@
 // towards one answer. Each is fitted by maximum likelihood; the fitter keeps the one whose
 // cross-validated ECE and Brier are best, and none at all when neither beats leaving the
 // probabilities alone.
-import type { ConfidenceBand } from '../api/schemas/common.js';
+import type { ConfidenceBand } from './schema/answers.js';
 import type { KindName } from './kinds/index.js';
 import { argmax, tempered } from './readout.js';
 

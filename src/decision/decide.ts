@@ -1,8 +1,5 @@
 // One decision request → one engine call: every pass of every question is a branch off the shared
 // state prefix, so the state is evaluated once however many questions and passes there are.
-import { ValidationFailure, type ValidationErrorItem } from '../api/errors.js';
-import { valueError } from '../api/validation.js';
-import type { Answer } from '../api/schemas/systemone.js';
 import { EngineError, promptCapacity, type EngineInfo, type EngineService, type TextBranch } from '../engine/types.js';
 import { confidenceBand, type Calibration } from './calibration.js';
 import { isPreview, kindOf, previewKindOf, type AnsweredSpec, type RenderContext } from './kinds/index.js';
@@ -10,6 +7,8 @@ import type { NormalisedRequest } from './normalise.js';
 import { balancedOrderings, distinctOrderings, type Ordering } from './permutations.js';
 import { contextBlock, LAYOUT, type PromptLayout } from './prompt.js';
 import { averagePasses, identityPass, labelMass, optionDistribution, type PassReading } from './readout.js';
+import type { Answer } from './schema/answers.js';
+import { ValidationFailure, valueError, type ValidationErrorItem } from './schema/problems.js';
 
 export const LONG_CONTEXT_HEADER = 'Arbitra-Danger-Zone-Long-Context';
 

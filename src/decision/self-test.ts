@@ -1,9 +1,10 @@
 // A model's first decisions: a few questions any capable model answers right, asked once after it
 // loads. A model that gets them wrong (a base model, a broken quantisation, a template llama.cpp
 // renders badly) is still served, but the operator is told which ones it missed.
-import { validateSystemOneRequest } from '../api/schemas/systemone-validate.js';
 import type { EngineInfo, EngineService } from '../engine/types.js';
 import { decide } from './decide.js';
+import { normaliseQuestion, normaliseRequest, type NormalisedRequest } from './normalise.js';
+import { ValidationFailure } from './schema/problems.js';
 
 const STATE =
   'Review of the ToastMaster 3000, one star: "Terrible. It burnt every slice on the lowest setting, stopped working after two days, ' +
@@ -40,8 +41,18 @@ export interface SelfTestResult {
   failures: string[];
 }
 
+/** The checks as one request; they are written right, so a problem here is ours, not the model's. */
+function checksRequest(): NormalisedRequest {
+  const questions = CHECKS.map((c) => {
+    const { spec, errors } = normaliseQuestion(c.name, c.question);
+    if (!spec) throw new ValidationFailure(errors);
+    return spec;
+  });
+  return normaliseRequest({ state: STATE, options: { debias: 'permute', debias_passes: 2 } }, questions);
+}
+
 export async function selfTest(engine: EngineService, info: EngineInfo): Promise<SelfTestResult> {
-  const request = validateSystemOneRequest({ state: STATE, questions: Object.fromEntries(CHECKS.map((c) => [c.name, c.question])), options: { debias: 'permute', debias_passes: 2 } });
+  const request = checksRequest();
   const { answers } = await decide(request, engine, info, { maxPromptTokens: 1 << 20 });
   const failures = CHECKS.flatMap((c) => {
     const answer = answers[c.name] as unknown as Record<string, unknown>;

@@ -2,7 +2,7 @@
 // questions so clients written for them get a precise answer rather than a schema error; no
 // engine here reads images, so each one is refused by name. A vision engine fills it in by giving
 // this module render and answer, turning it into a QuestionKind.
-import type { Entry } from '../../api/schemas/common.js';
+import type { Entry } from '../schema/entry.js';
 import { renderEntry } from './criteria.js';
 import type { PreviewKind } from './kind.js';
 

@@ -1,8 +1,8 @@
 // choice: pick one of 2-255 labels. Options are shown with letters (A, B, ..., then two-letter
 // labels) and the letter is read.
-import type { ChoiceAnswer } from '../../api/schemas/systemone.js';
-import type { Entry } from '../../api/schemas/common.js';
-import { valueError } from '../../api/validation.js';
+import type { ChoiceAnswer } from '../schema/answers.js';
+import type { Entry } from '../schema/entry.js';
+import { valueError } from '../schema/problems.js';
 import { questionBody } from '../prompt.js';
 import { argmax, keyed } from '../readout.js';
 import { countError, described, renderEntry, splitListing } from './criteria.js';

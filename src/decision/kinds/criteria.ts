@@ -1,6 +1,6 @@
 // Helpers the kinds share for reading criteria in every form the client may send them.
-import type { ValidationErrorItem } from '../../api/errors.js';
-import type { Entry } from '../../api/schemas/common.js';
+import type { Entry } from '../schema/entry.js';
+import type { ValidationErrorItem } from '../schema/problems.js';
 
 /** Text as is; objects and arrays as compact JSON; null stays null. */
 export function renderEntry(entry: Entry | undefined): string | null {

@@ -2,9 +2,8 @@
 // it asks the model (its probes, each shown in one ordering of its answers per pass), how the
 // probes' distributions become one over its options, and how that becomes its typed answer.
 // decide.ts knows kinds only through this interface.
-import type { ValidationErrorItem } from '../../api/errors.js';
-import type { Answer } from '../../api/schemas/systemone.js';
-import type { ConfidenceBand } from '../../api/schemas/common.js';
+import type { Answer, ConfidenceBand } from '../schema/answers.js';
+import type { ValidationErrorItem } from '../schema/problems.js';
 import type { EngineInfo } from '../../engine/types.js';
 import type { Ordering } from '../permutations.js';
 import type { PromptLayout } from '../prompt.js';

@@ -1,6 +1,6 @@
 // noul: yes or no. The options are [yes, no]; an ordering decides which one is offered first.
-import type { NoulAnswer } from '../../api/schemas/systemone.js';
-import type { Entry } from '../../api/schemas/common.js';
+import type { NoulAnswer } from '../schema/answers.js';
+import type { Entry } from '../schema/entry.js';
 import { questionBody } from '../prompt.js';
 import { renderEntry } from './criteria.js';
 import { onlyProbe, type Labels, type Probe, type QuestionKind } from './kind.js';

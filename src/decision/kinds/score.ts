@@ -4,8 +4,8 @@
 // read distribution by its temperature (src/decision/prompt.ts says why). The score is the
 // expectation Σ i·pᵢ of the served probabilities, as in the reference API: clients threshold and
 // average it.
-import type { ScoreAnswer } from '../../api/schemas/systemone.js';
-import type { Entry } from '../../api/schemas/common.js';
+import type { ScoreAnswer } from '../schema/answers.js';
+import type { Entry } from '../schema/entry.js';
 import { questionBody } from '../prompt.js';
 import { argmax, keyed, tempered } from '../readout.js';
 import { countError, renderEntry, splitListing } from './criteria.js';
