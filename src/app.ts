@@ -1,5 +1,7 @@
 // Assembly of every route of the service from its owners' modules. Nothing here decides anything;
 // each route module names the dependencies it needs and receives them from AppDeps.
+import { createGate, createIpLimiter, type IpLimiter } from './api/gate.js';
+import type { HttpImplementation, Route } from './api/route.js';
 import { healthRoutes } from './api/routes/health.js';
 import { metricsRoutes } from './api/routes/metrics.js';
 import { createModelCatalog, modelsRoutes, type ModelCatalog } from './api/routes/models.js';
@@ -13,8 +15,7 @@ import { consoleRoutes } from './console/routes.js';
 import type { EngineState } from './engine/ipc.js';
 import type { EngineService } from './engine/types.js';
 import { createHttpApp } from './http/pipeline.js';
-import type { HttpApp, HttpImplementation, Route } from './http/types.js';
-import { createGate, createIpLimiter, type IpLimiter } from './limits/index.js';
+import type { HttpApp } from './http/types.js';
 import type { LimitsConfig } from './limits/config.js';
 import type { RequestGate } from './limits/types.js';
 import { httpMetrics } from './metrics/http.js';

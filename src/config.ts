@@ -5,7 +5,7 @@ import path from 'node:path';
 import { MIN_SECRET_LENGTH } from './engine/handshake.js';
 import { formatEngineAddress } from './engine/tcp.js';
 import type { EngineOptions } from './engine/types.js';
-import type { HttpImplementation } from './http/types.js';
+import type { HttpImplementation } from './api/route.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
 import { limitsPreset, loadLimitsConfig, readBool, LIMITS_DEFAULTS, LIMITS_PRESETS, type LimitsConfig } from './limits/config.js';
 import { DEFAULT_MODEL, findEntry, type CatalogueEntry } from './models/catalogue.js';

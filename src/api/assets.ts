@@ -3,10 +3,11 @@
 // asset is checked as a vision model would need it, then refused by name, so no answer is ever
 // given that silently ignored an image.
 import { ValidationFailure, type ValidationErrorItem } from './errors.js';
-import { parseJson, valueError } from './validation.js';
+import { valueError } from '../decision/schema/problems.js';
+import { parseJson } from './validation.js';
 import type { Asset } from './schemas/systemone.js';
-import { isMultipart, MultipartError, parseMultipart, type FormPart } from '../http/multipart.js';
-import type { HttpRequest } from '../http/types.js';
+import { isMultipart, MultipartError, parseMultipart, type FormPart } from './multipart.js';
+import type { HttpRequest } from './route.js';
 
 type Loc = (string | number)[];
 

@@ -2,7 +2,7 @@
 // token plus a user email for /v1/console/*. The two never stand in for each other.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError, ValidationFailure } from './errors.js';
-import type { HttpRequest } from '../http/types.js';
+import type { HttpRequest } from './route.js';
 import type { ApiKeyRecord, KeyStore } from '../store/types.js';
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;

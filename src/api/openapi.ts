@@ -2,10 +2,8 @@
 // document cannot drift from what is validated. Error responses come from the one error catalogue.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ERROR_CODES } from './errors.js';
-import { ACCEPTED_CODINGS } from '../http/content-encoding.js';
-import { BODY_METHODS } from '../http/pipeline.js';
 import { API_VERSION } from './render.js';
-import type { Route } from '../http/types.js';
+import { ACCEPTED_CODINGS, BODY_METHODS, type Route } from './route.js';
 
 const ValidationError = Type.Object({
   loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),

@@ -3,7 +3,7 @@
 import { ApiError, ValidationFailure } from './errors.js';
 import { EngineError } from '../engine/types.js';
 import { StoreUnavailableError } from '../store/common.js';
-import type { HttpRequest, HttpResponse, WireResponse } from '../http/types.js';
+import type { HttpRequest, HttpResponse, WireResponse } from './route.js';
 
 export const API_VERSION = '2026-10-12';
 const JSON_TYPE = 'application/json';

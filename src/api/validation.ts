@@ -5,12 +5,11 @@ import { Kind, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError, type ValueErrorIterator } from '@sinclair/typebox/errors';
 import { Value } from '@sinclair/typebox/value';
-import { ValidationFailure, type ValidationErrorItem } from './errors.js';
-import { decodeUtf8, findJsonFault, MAX_JSON_DEPTH, TOO_DEEP } from '../http/json-guard.js';
-import type { HttpRequest } from '../http/types.js';
+import { ValidationFailure, type Loc, type ValidationErrorItem } from '../decision/schema/problems.js';
+import { decodeUtf8, findJsonFault, MAX_JSON_DEPTH, TOO_DEEP } from './json-guard.js';
+import type { HttpRequest } from './route.js';
 
 export type Validator = (value: unknown) => ValidationErrorItem[];
-type Loc = (string | number)[];
 
 // ---------------------------------------------------------------------------------------------
 // JSON bodies
@@ -248,10 +247,6 @@ export function compileParamsParser<T extends TSchema>(schema: T): (req: HttpReq
 }
 
 /** A pydantic `value_error` for rules a schema cannot express (raised by handlers). */
-export function valueError(loc: Loc, message: string, input: unknown): ValidationErrorItem {
-  return { type: 'value_error', loc, msg: `Value error, ${message}`, input, ctx: { error: message } };
-}
-
 // Pydantic ignores members it does not know; a schema written with additionalProperties: false
 // would make them errors, so the compiled copy relaxes it.
 function ignoreUnknownMembers(schema: TSchema): TSchema {

@@ -1,6 +1,6 @@
 // Messages between the primary and its HTTP workers on the cluster IPC channel (the engine and
 // metrics channels have their own `ch`).
-import type { HttpImplementation } from '../http/types.js';
+import type { HttpImplementation } from '../api/route.js';
 
 export const CLUSTER_CH = 'cluster';
 /** The port the primary proved free (and chose, for port 0); every worker listens on it. */

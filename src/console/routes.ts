@@ -5,7 +5,7 @@ import { ApiError, ValidationFailure } from '../api/errors.js';
 import { consoleIdentity } from '../api/auth.js';
 import { PathId } from '../api/schemas/common.js';
 import { applyDefaults, compileBodyParser, compileParamsParser, compileValidator, dropUnknownMembers, parseJsonBody } from '../api/validation.js';
-import type { HttpRequest, Route } from '../http/types.js';
+import type { HttpRequest, Route } from '../api/route.js';
 import type { LimitsConfig } from '../limits/config.js';
 import { KeyLimitError, type Store } from '../store/index.js';
 import { utcMonth } from '../store/clock.js';

@@ -1,7 +1,7 @@
 // Which request bodies a route takes, read from Content-Type: JSON everywhere, multipart/form-data
 // only on routes that declare it, and only with the boundary that separates its parts.
-import { isMultipartForm } from './multipart.js';
-import type { Route } from './types.js';
+import { isMultipartForm } from '../api/multipart.js';
+import type { Route } from '../api/route.js';
 
 export type BodyType = NonNullable<Route['bodyTypes']>[number];
 

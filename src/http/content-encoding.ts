@@ -4,12 +4,8 @@
 // gigabytes never expand in memory.
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import { ACCEPTED_CODINGS, type ContentCoding } from '../api/route.js';
 import { decodeZstd } from './zstd.js';
-
-export type ContentCoding = 'zstd' | 'gzip' | 'deflate' | 'br';
-
-/** The codings we decode, in the order Accept-Encoding advertises them. */
-export const ACCEPTED_CODINGS: readonly ContentCoding[] = ['zstd', 'gzip', 'deflate', 'br'];
 /** A body is never layered deeper than this; each layer costs up to a full pass over the limit. */
 export const MAX_CODINGS = 4;
 const ALIASES: Readonly<Record<string, ContentCoding>> = { 'x-gzip': 'gzip' };

@@ -2,8 +2,8 @@
 // adapter is tested against.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { HttpApp, WireResponse } from './types.js';
-import type { RunningServer } from './server.js';
+import type { WireResponse } from '../api/route.js';
+import type { HttpApp, RunningServer } from './types.js';
 
 export function startNodeServer(app: HttpApp, host: string, port: number): Promise<RunningServer> {
   const server = http.createServer((req, res) => {

@@ -5,15 +5,14 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ApiError } from '../api/errors.js';
 import { renderError, renderResponse, type ErrorLogger } from '../api/render.js';
+import { ACCEPTED_CODINGS, BODY_METHODS, type HttpRequest, type Route, type WireResponse } from '../api/route.js';
 import type { HttpMetrics } from '../metrics/http.js';
 import { bodyTypeOf, describeBodyTypes, type BodyType } from './body-types.js';
-import { ACCEPTED_CODINGS, BodyDecodingError, MAX_CODINGS, decodeBody, parseContentEncoding } from './content-encoding.js';
+import { BodyDecodingError, MAX_CODINGS, decodeBody, parseContentEncoding } from './content-encoding.js';
 import { createRouter } from './router.js';
-import type { HttpApp, HttpRequest, Route, WireResponse } from './types.js';
+import type { HttpApp } from './types.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
-/** Methods whose request body is gated by type (415) and decoded (400); other methods' bodies are never read. */
-export const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const DEFAULT_BODY_TYPES: readonly BodyType[] = ['json'];
 
 export interface HttpAppOptions {

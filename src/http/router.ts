@@ -2,7 +2,7 @@
 // method is a 405 with Allow, anything else a 404, both as the usual JSON error.
 import { ApiError } from '../api/errors.js';
 import { renderError } from '../api/render.js';
-import type { HttpRequest, HttpResponse, Route } from './types.js';
+import type { HttpRequest, HttpResponse, Route } from '../api/route.js';
 
 export type RouteMatch =
   | { kind: 'found'; route: Route; params: Record<string, string> }

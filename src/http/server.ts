@@ -2,15 +2,8 @@
 // (or when ARBITRA_HTTP=node asks for it). Both serve the same HttpApp.
 import { startNodeServer } from './node-server.js';
 import { loadUws, startUwsServer } from './uws-server.js';
-import type { HttpApp, HttpImplementation } from './types.js';
-
-export interface RunningServer {
-  implementation: HttpImplementation;
-  /** The bound port (useful when asked for port 0). */
-  port: number;
-  /** Stops accepting, lets requests in flight finish (bounded), then closes. */
-  close(): Promise<void>;
-}
+import type { HttpImplementation } from '../api/route.js';
+import type { HttpApp, RunningServer } from './types.js';
 
 export interface StartHttpServerOptions {
   host: string;

@@ -4,8 +4,8 @@
 import { createRequire } from 'node:module';
 import { STATUS_CODES } from 'node:http';
 import type * as UWS from 'uwebsockets';
-import type { HttpApp, WireResponse } from './types.js';
-import type { RunningServer } from './server.js';
+import type { WireResponse } from '../api/route.js';
+import type { HttpApp, RunningServer } from './types.js';
 
 type UwsModule = typeof UWS;
 

@@ -1,6 +1,7 @@
 // Limits, billing and lifetimes, read once from ARBITRA_* environment variables on top of a preset.
 // Every value has a documented default; an invalid value throws with a one-line message so the
 // CLI can print it and exit non-zero instead of starting with a limit nobody asked for.
+import { IDEMPOTENCY_DEFAULTS } from '../store/common.js';
 
 export interface LimitsConfig {
   /** The preset the four per-key and per-user limits below started from (--limits / ARBITRA_LIMITS). */
@@ -81,8 +82,8 @@ export const LIMITS_DEFAULTS: Readonly<LimitsConfig> = Object.freeze({
   verificationTokenTtlSeconds: 86400,
   retentionDays: 30,
   purgeIntervalSeconds: 3600,
-  idempotencyTtlSeconds: 86400,
-  idempotencyMax: 2048,
+  idempotencyTtlSeconds: IDEMPOTENCY_DEFAULTS.ttlSeconds,
+  idempotencyMax: IDEMPOTENCY_DEFAULTS.max,
   // Every request the interface allows in practice fits: 100 questions of up to 8 passes each, and
   // a 255-option choice is one question. One request beyond that would hold the engine for minutes
   // on CPU; the scheduler shares batches fairly, but the work still has to be done.

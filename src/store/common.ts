@@ -39,6 +39,12 @@ export function keyName(name: string | undefined): string {
  */
 export const DEFAULT_MAX_KEYS_PER_USER = 100;
 
+/**
+ * The idempotency cache's lifetime and size when the store is opened without them; the limits
+ * configuration (ARBITRA_IDEMPOTENCY_TTL_SECONDS, ARBITRA_IDEMPOTENCY_MAX) starts from these too.
+ */
+export const IDEMPOTENCY_DEFAULTS = { ttlSeconds: 86400, max: 2048 } as const;
+
 /** A create refused because the user already holds `limit` active keys. */
 export class KeyLimitError extends Error {
   override readonly name = 'KeyLimitError';

@@ -1,8 +1,8 @@
 // openStore: the one entry point to the state of the service. A postgres:// URL opens the shared
 // PostgreSQL store (src/store/postgres); anything else is a data dir, where the LMDB environment is
 // opened once per process and hands out one module per job.
-import { LIMITS_DEFAULTS } from '../limits/config.js';
 import { createCalibrationStore } from './calibrations.js';
+import { IDEMPOTENCY_DEFAULTS } from './common.js';
 import { createCounterStore } from './counters.js';
 import { openEnv } from './env.js';
 import { createIdempotencyStore } from './idempotency.js';
@@ -26,11 +26,11 @@ export function openStore(location: string, opts: StoreOptions = {}): Promise<St
 async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store> {
   const env = openEnv(dataDir);
   const hash = makeHasher(loadServerSecret(dataDir, opts.keySecret));
-  const idempotencyTtlSeconds = opts.idempotencyTtlSeconds ?? LIMITS_DEFAULTS.idempotencyTtlSeconds;
+  const idempotencyTtlSeconds = opts.idempotencyTtlSeconds ?? IDEMPOTENCY_DEFAULTS.ttlSeconds;
   const users = createUserStore(env);
   const idempotency = createIdempotencyStore(env, {
     ttlSeconds: idempotencyTtlSeconds,
-    max: opts.idempotencyMax ?? LIMITS_DEFAULTS.idempotencyMax,
+    max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max,
   });
   const retention = createRetentionStore(env, hash);
   const verificationTokens = createVerificationTokenStore(env, hash);
@@ -73,5 +73,5 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
   };
 }
 
-export { normaliseEmail, looksLikeApiKey, KEY_PREFIX, DEFAULT_MAX_KEYS_PER_USER, KeyLimitError, StoreUnavailableError } from './common.js';
+export { normaliseEmail, looksLikeApiKey, KEY_PREFIX, DEFAULT_MAX_KEYS_PER_USER, IDEMPOTENCY_DEFAULTS, KeyLimitError, StoreUnavailableError } from './common.js';
 export type * from './types.js';

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { decodeBase64, detectImageFormat, MAX_ASSET_BYTES, refuseImages, validateAssets } from '../../src/api/assets.js';
 import { ValidationFailure } from '../../src/api/errors.js';
-import type { FormPart } from '../../src/http/multipart.js';
+import type { FormPart } from '../../src/api/multipart.js';
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex');
 const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10]);

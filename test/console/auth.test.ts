@@ -2,7 +2,7 @@ import t from 'tap';
 import { authenticate, consoleIdentity } from '../../src/api/auth.js';
 import { ApiError, ValidationFailure } from '../../src/api/errors.js';
 import { openStore } from '../../src/store/index.js';
-import type { HttpRequest } from '../../src/http/types.js';
+import type { HttpRequest } from '../../src/api/route.js';
 
 const req = (headers: Record<string, string>): HttpRequest => ({
   method: 'GET',

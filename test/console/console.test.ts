@@ -1,7 +1,7 @@
 import t from 'tap';
 import { startHarness, TOKEN } from './helpers.js';
 import { backendsFor } from '../helpers/backends.js';
-import { createGate } from '../../src/limits/gate.js';
+import { createGate } from '../../src/api/gate.js';
 import { utcDay } from '../../src/store/clock.js';
 import { generateOpenApi } from '../../src/api/openapi.js';
 import { consoleRoutes } from '../../src/console/routes.js';

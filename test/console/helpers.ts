@@ -2,7 +2,7 @@
 // serving the routes of this area.
 import { createHttpApp } from '../../src/http/pipeline.js';
 import { startHttpServer } from '../../src/http/server.js';
-import type { Route } from '../../src/http/types.js';
+import type { Route } from '../../src/api/route.js';
 import { loadLimitsConfig, type LimitsConfig } from '../../src/limits/config.js';
 import { openStore, type Store, type StoreOptions } from '../../src/store/index.js';
 import { consoleRoutes } from '../../src/console/routes.js';

@@ -11,10 +11,10 @@ import { createApp, createAppDeps } from '../../src/app.js';
 import { generateOpenApi } from '../../src/api/openapi.js';
 import { loadConfig } from '../../src/config.js';
 import { EngineError, type EngineService } from '../../src/engine/types.js';
-import { ACCEPTED_CODINGS, decodeBody, parseContentEncoding } from '../../src/http/content-encoding.js';
+import { decodeBody, parseContentEncoding } from '../../src/http/content-encoding.js';
 import { createHttpApp } from '../../src/http/pipeline.js';
 import { startHttpServer } from '../../src/http/server.js';
-import type { HttpImplementation, Route } from '../../src/http/types.js';
+import { ACCEPTED_CODINGS, type HttpImplementation, type Route } from '../../src/api/route.js';
 import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
 

@@ -6,7 +6,7 @@ import { ApiError } from '../../src/api/errors.js';
 import { compileBodyParser } from '../../src/api/validation.js';
 import { createHttpApp } from '../../src/http/pipeline.js';
 import { startHttpServer } from '../../src/http/server.js';
-import type { HttpImplementation, Route } from '../../src/http/types.js';
+import type { HttpImplementation, Route } from '../../src/api/route.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const parseThing = compileBodyParser(Type.Object({ name: Type.String(), count: Type.Optional(Type.Integer({ minimum: 0, default: 1 })) }));

@@ -8,10 +8,10 @@ import {
   compileValidator,
   locateJsonError,
   parseJsonBody,
-  valueError,
 } from '../../src/api/validation.js';
+import { valueError } from '../../src/decision/schema/problems.js';
 import { ValidationFailure } from '../../src/api/errors.js';
-import type { HttpRequest } from '../../src/http/types.js';
+import type { HttpRequest } from '../../src/api/route.js';
 
 const Text = Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Unknown()), Type.Null()]);
 const Noul = Type.Object({

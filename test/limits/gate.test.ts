@@ -2,7 +2,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { openStore } from '../../src/store/index.js';
-import { createGate, createIpLimiter } from '../../src/limits/gate.js';
+import { createGate, createIpLimiter } from '../../src/api/gate.js';
 import { loadLimitsConfig, type LimitsConfig } from '../../src/limits/config.js';
 import { ApiError } from '../../src/api/errors.js';
 import { utcDay } from '../../src/store/clock.js';

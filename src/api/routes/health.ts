@@ -11,7 +11,7 @@ import { Type } from '@sinclair/typebox';
 import { ALSO_STATUSES } from '../openapi.js';
 import { API_VERSION } from '../render.js';
 import { serviceStatus, type EngineState } from '../../engine/ipc.js';
-import type { HttpImplementation, Route } from '../../http/types.js';
+import type { HttpImplementation, Route } from '../route.js';
 import type { Store } from '../../store/types.js';
 
 /** How long one answer of the store's ping is reused, so a flood of /health costs the database little. */

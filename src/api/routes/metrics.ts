@@ -1,5 +1,5 @@
 // GET /metrics: Prometheus text exposition, aggregated over every worker by the cluster primary.
-import type { Route } from '../../http/types.js';
+import type { Route } from '../route.js';
 
 export interface MetricsRouteDeps {
   /** The exposition text and its content type (see src/metrics/cluster.ts). */

@@ -6,7 +6,7 @@ import { ApiError } from '../errors.js';
 import { authenticate } from '../auth.js';
 import { ModelsListResponse, type ModelInfo } from '../schemas/models.js';
 import { promptCapacity, type EngineService } from '../../engine/types.js';
-import type { Route } from '../../http/types.js';
+import type { Route } from '../route.js';
 import type { KeyStore } from '../../store/types.js';
 
 export const BUILTIN_ALIASES = ['jev-latest', 'jev-preview', 'default'] as const;

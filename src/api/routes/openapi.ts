@@ -1,6 +1,6 @@
 // GET /openapi.json: generated once from the assembled routes, on first request.
 import { generateOpenApi } from '../openapi.js';
-import type { Route } from '../../http/types.js';
+import type { Route } from '../route.js';
 
 /** `routes` is read lazily so the document can include this route and every route assembled later. */
 export function openapiRoutes(deps: { routes: () => readonly Route[]; version?: string }): Route[] {

@@ -6,7 +6,7 @@ import { ApiError } from '../errors.js';
 import { authenticate } from '../auth.js';
 import { PathId } from '../schemas/common.js';
 import { compileParamsParser } from '../validation.js';
-import type { Route } from '../../http/types.js';
+import type { Route } from '../route.js';
 import type { Store } from '../../store/index.js';
 
 export const RetentionDeleteResponse = Type.Object({

@@ -5,8 +5,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ValidationFailure } from '../errors.js';
 import { authenticate } from '../auth.js';
-import { compileValidator, parseJsonBody, valueError } from '../validation.js';
-import type { Route } from '../../http/types.js';
+import { valueError } from '../../decision/schema/problems.js';
+import { compileValidator, parseJsonBody } from '../validation.js';
+import type { Route } from '../route.js';
 import type { Store } from '../../store/index.js';
 import type { TraceRecord } from '../../store/types.js';
 

@@ -3,9 +3,10 @@
 import { Type } from '@sinclair/typebox';
 import { ValidationFailure } from '../errors.js';
 import { isValidEmail } from '../auth.js';
-import { compileBodyParser, valueError } from '../validation.js';
-import type { Route } from '../../http/types.js';
-import { createIpLimiter } from '../../limits/gate.js';
+import { valueError } from '../../decision/schema/problems.js';
+import { compileBodyParser } from '../validation.js';
+import type { Route } from '../route.js';
+import { createIpLimiter } from '../gate.js';
 import type { LimitsConfig } from '../../limits/config.js';
 import type { Store } from '../../store/index.js';
 

@@ -2,7 +2,7 @@
 // It migrates the schema at start (safely when nodes start together), checks that this node hashes
 // with the same server secret as the others, and hands out one module per job over one pool.
 import pg from 'pg';
-import { LIMITS_DEFAULTS } from '../../limits/config.js';
+import { IDEMPOTENCY_DEFAULTS } from '../common.js';
 import { makeHasher } from '../secret.js';
 import type { PurgeResult, Store, StoreOptions } from '../types.js';
 import { createCalibrationStore } from './calibrations.js';
@@ -58,8 +58,8 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
     await withMaintenanceConnection(url, log, (db) => migrate(db));
     const hash = makeHasher(Buffer.from(opts.keySecret, 'utf8'));
     await checkSecret(pool, hash);
-    const idempotencyTtlSeconds = opts.idempotencyTtlSeconds ?? LIMITS_DEFAULTS.idempotencyTtlSeconds;
-    const idempotency = createIdempotencyStore(pool, { ttlSeconds: idempotencyTtlSeconds, max: opts.idempotencyMax ?? LIMITS_DEFAULTS.idempotencyMax });
+    const idempotencyTtlSeconds = opts.idempotencyTtlSeconds ?? IDEMPOTENCY_DEFAULTS.ttlSeconds;
+    const idempotency = createIdempotencyStore(pool, { ttlSeconds: idempotencyTtlSeconds, max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max });
     const retention = createRetentionStore(pool, hash);
     const verificationTokens = createVerificationTokenStore(pool, hash);
     const counters = createCounterStore(pool, log);

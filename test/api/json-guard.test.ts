@@ -1,7 +1,7 @@
 // The checks a JSON body gets beyond JSON.parse: strict UTF-8, well-formed strings and names, and
 // the nesting bound, on their own and through parseJson's 422.
 import t from 'tap';
-import { decodeUtf8, findJsonFault, MAX_JSON_DEPTH, TOO_DEEP } from '../../src/http/json-guard.js';
+import { decodeUtf8, findJsonFault, MAX_JSON_DEPTH, TOO_DEEP } from '../../src/api/json-guard.js';
 import { parseJson } from '../../src/api/validation.js';
 import { ValidationFailure, type ValidationErrorItem } from '../../src/api/errors.js';
 

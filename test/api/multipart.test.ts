@@ -1,7 +1,7 @@
 // The multipart/form-data reader, on forms shaped the way the third party's Python client writes
 // them (a JSON part "request", then binary "asset-N" parts) and on the ways a form can be broken.
 import t from 'tap';
-import { boundaryOf, isMultipart, MAX_PARTS, MultipartError, parseMultipart } from '../../src/http/multipart.js';
+import { boundaryOf, isMultipart, MAX_PARTS, MultipartError, parseMultipart } from '../../src/api/multipart.js';
 
 const B = '0f4e1d2c3b4a59687766554433221100';
 const TYPE = `multipart/form-data; boundary=${B}`;

@@ -1,10 +1,10 @@
 // The request gate in front of POST /v1/systemone and the per-IP limiter for unauthenticated
 // routes. The counting itself lives in the store (one atomic step per admission, exact across worker
 // processes and nodes); this module turns its verdicts into the spec's errors.
-import { ApiError } from '../api/errors.js';
+import type { LimitsConfig } from '../limits/config.js';
+import type { Admission, Charge, RequestGate } from '../limits/types.js';
 import type { Store } from '../store/index.js';
-import type { LimitsConfig } from './config.js';
-import type { Admission, Charge, RequestGate } from './types.js';
+import { ApiError } from './errors.js';
 
 const MICRO = 1_000_000;
 
