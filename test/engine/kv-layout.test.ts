@@ -1,6 +1,6 @@
 // The shared KV layout on the real addon and model: one pool of cells sized by --kv-cells, more
 // concurrent prefixes than the pool holds all scored, and a prompt past the pool refused by name. Its scores may move with the load (see the
-// README), so only what it promises is held here.
+// KV layout in docs/architecture.md), so only what it promises is held here.
 import t from 'tap';
 import { LlamaEngine } from '../../src/engine/llama-engine.js';
 import { loadConfig } from '../../src/config.js';
