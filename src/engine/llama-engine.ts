@@ -52,6 +52,37 @@ export interface ScoreOptions {
   signal?: AbortSignal;
 }
 
+/** What the addon reported at load, typed, with the file's own identity beside it. */
+async function modelFacts(modelPath: string, raw: Record<string, unknown>): Promise<ModelFacts> {
+  const file = fs.statSync(modelPath);
+  return {
+    path: modelPath,
+    sha256: await modelChecksum(modelPath),
+    fileSize: file.size,
+    fileModified: file.mtime.toISOString(),
+    architecture: String(raw.architecture),
+    description: String(raw.description),
+    parameters: Number(raw.parameters),
+    trainingContext: Number(raw.trainingContext),
+    quantMethod: String(raw.quantMethod),
+    quantBits: raw.quantBits === null ? null : Number(raw.quantBits),
+    vocabSize: Number(raw.vocabSize),
+    backend: raw.backend === 'cuda' ? 'cuda' : 'cpu',
+    gpuMemoryMb: raw.gpuMemoryMb === null ? null : Number(raw.gpuMemoryMb),
+    llamaBuild: String(raw.llamaBuild),
+    threads: Number(raw.threads),
+    contextSize: Number(raw.contextSize),
+    maxSequences: Number(raw.maxSequences),
+    kvLayout: raw.kvLayout === 'shared' ? 'shared' : 'copied',
+    kernels: raw.kernels === 'fast' ? 'fast' : 'exact',
+    kvCells: Number(raw.kvCells),
+    kvBytes: Number(raw.kvBytes),
+    longContextSize: Number(raw.longContextSize),
+    longSequences: Number(raw.longSequences),
+    hasChatTemplate: Boolean(raw.hasChatTemplate),
+  };
+}
+
 export class LlamaEngine {
   private nextTicket = 1;
 
@@ -70,34 +101,7 @@ export class LlamaEngine {
     } catch (err) {
       throw new EngineError('load_failed', (err as Error).message, { path: modelPath });
     }
-    const file = fs.statSync(modelPath);
-    const facts: ModelFacts = {
-      path: modelPath,
-      sha256: await modelChecksum(modelPath),
-      fileSize: file.size,
-      fileModified: file.mtime.toISOString(),
-      architecture: String(raw.architecture),
-      description: String(raw.description),
-      parameters: Number(raw.parameters),
-      trainingContext: Number(raw.trainingContext),
-      quantMethod: String(raw.quantMethod),
-      quantBits: raw.quantBits === null ? null : Number(raw.quantBits),
-      vocabSize: Number(raw.vocabSize),
-      backend: raw.backend === 'cuda' ? 'cuda' : 'cpu',
-      gpuMemoryMb: raw.gpuMemoryMb === null ? null : Number(raw.gpuMemoryMb),
-      llamaBuild: String(raw.llamaBuild),
-      threads: Number(raw.threads),
-      contextSize: Number(raw.contextSize),
-      maxSequences: Number(raw.maxSequences),
-      kvLayout: raw.kvLayout === 'shared' ? 'shared' : 'copied',
-      kernels: raw.kernels === 'fast' ? 'fast' : 'exact',
-      kvCells: Number(raw.kvCells),
-      kvBytes: Number(raw.kvBytes),
-      longContextSize: Number(raw.longContextSize),
-      longSequences: Number(raw.longSequences),
-      hasChatTemplate: Boolean(raw.hasChatTemplate),
-    };
-    return new LlamaEngine(native, facts);
+    return new LlamaEngine(native, await modelFacts(modelPath, raw));
   }
 
   tokenize(text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean } = {}): Int32Array {
