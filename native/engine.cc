@@ -175,6 +175,94 @@ struct Settlement {
   std::unique_ptr<ScoreJob> job;
 };
 
+// Fills the job's tokens and tenant from score()'s arguments; returns the caller's ticket.
+uint32_t read_score_args(const Napi::CallbackInfo& info, ScoreJob* job) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[1].IsArray()) {
+    throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[], options?: {tenant?, ticket?})");
+  }
+  uint32_t ticket = 0;
+  if (info.Length() > 2 && info[2].IsObject()) {
+    Napi::Object o = info[2].As<Napi::Object>();
+    if (o.Get("tenant").IsString()) job->tenant = std::hash<std::string>{}(o.Get("tenant").As<Napi::String>().Utf8Value());
+    if (o.Get("ticket").IsNumber()) ticket = o.Get("ticket").As<Napi::Number>().Uint32Value();
+  }
+  try {
+    job->prefix = to_tokens(info[0]);
+    Napi::Array branches = info[1].As<Napi::Array>();
+    job->branches.resize(branches.Length());
+    for (uint32_t i = 0; i < branches.Length(); ++i) {
+      Napi::Value bv = branches.Get(i);
+      if (!bv.IsObject()) throw std::invalid_argument("every branch must be an object {suffix, candidates}");
+      Napi::Object b = bv.As<Napi::Object>();
+      job->branches[i].suffix = to_tokens(b.Get("suffix"));
+      job->branches[i].candidates = to_tokens(b.Get("candidates"));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw Napi::TypeError::New(env, e.what());
+  }
+  return ticket;
+}
+
+void check_ids(Napi::Env env, const std::vector<llama_token>& ids, int32_t n_vocab, const char* what) {
+  for (llama_token t : ids) {
+    if (t < 0 || t >= n_vocab) {
+      throw coded_error(env, "invalid_request", std::string(what) + " token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
+    }
+  }
+}
+
+// Returns the longest suffix, which decides the lane.
+size_t validate_job(Napi::Env env, const ScoreJob& job, int32_t n_vocab) {
+  if (job.prefix.empty()) throw coded_error(env, "invalid_request", "the prefix is empty");
+  if (job.branches.empty()) throw coded_error(env, "invalid_request", "at least one branch is needed");
+  check_ids(env, job.prefix, n_vocab, "prefix");
+  size_t longest = 0;
+  for (const Branch& b : job.branches) {
+    if (b.suffix.empty()) throw coded_error(env, "invalid_request", "a branch suffix is empty");
+    if (b.candidates.empty()) throw coded_error(env, "invalid_request", "a branch has no candidate tokens");
+    check_ids(env, b.suffix, n_vocab, "suffix");
+    check_ids(env, b.candidates, n_vocab, "candidate");
+    longest = std::max(longest, b.suffix.size());
+  }
+  return longest;
+}
+
+Napi::Object score_result(Napi::Env env, const ScoreJob& j) {
+  Napi::Array logprobs = Napi::Array::New(env, j.logprobs.size());
+  for (size_t i = 0; i < j.logprobs.size(); ++i) {
+    Napi::Float32Array a = Napi::Float32Array::New(env, j.logprobs[i].size());
+    std::memcpy(a.Data(), j.logprobs[i].data(), j.logprobs[i].size() * sizeof(float));
+    logprobs.Set(static_cast<uint32_t>(i), a);
+  }
+  Napi::Object r = Napi::Object::New(env);
+  r.Set("logprobs", logprobs);
+  r.Set("evaluated", static_cast<double>(j.evaluated));
+  r.Set("cached", static_cast<double>(j.cached));
+  return r;
+}
+
+void settle(Napi::Env env, Napi::Function, Settlement* s) {
+  std::unique_ptr<Settlement> owned(s);
+  ScoreJob& j = *owned->job;
+  if (!j.error.empty()) {
+    owned->deferred.Reject(coded_error(env, j.error_code, j.error).Value());
+  } else {
+    owned->deferred.Resolve(score_result(env, j));
+  }
+  owned->engine->JobSettled(env, owned->ticket);
+}
+
+// A job ends on the scorer's thread (or on the JS thread when the engine is closing), and Napi
+// values may only be touched on the JS thread: the promise is settled there, through the
+// thread-safe function.
+std::function<void(std::unique_ptr<ScoreJob>)> settle_on_js_thread(Napi::ThreadSafeFunction tsfn, Settlement* settlement) {
+  return [tsfn, settlement](std::unique_ptr<ScoreJob> done) mutable {
+    settlement->job = std::move(done);
+    tsfn.BlockingCall(settlement, settle);
+  };
+}
+
 }  // namespace
 
 Napi::Object Engine::Init(Napi::Env env, Napi::Object exports) {
@@ -380,99 +468,30 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
   uint32_t ticket = 0;  // 0: the caller cannot cancel this job
   try {
     RequireLoaded(env);
-    if (info.Length() < 2 || !info[1].IsArray()) {
-      throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[], options?: {tenant?, ticket?})");
-    }
-    if (info.Length() > 2 && info[2].IsObject()) {
-      Napi::Object o = info[2].As<Napi::Object>();
-      if (o.Get("tenant").IsString()) job->tenant = std::hash<std::string>{}(o.Get("tenant").As<Napi::String>().Utf8Value());
-      if (o.Get("ticket").IsNumber()) ticket = o.Get("ticket").As<Napi::Number>().Uint32Value();
-    }
-    try {
-      job->prefix = to_tokens(info[0]);
-      Napi::Array branches = info[1].As<Napi::Array>();
-      job->branches.resize(branches.Length());
-      for (uint32_t i = 0; i < branches.Length(); ++i) {
-        Napi::Value bv = branches.Get(i);
-        if (!bv.IsObject()) throw std::invalid_argument("every branch must be an object {suffix, candidates}");
-        Napi::Object b = bv.As<Napi::Object>();
-        job->branches[i].suffix = to_tokens(b.Get("suffix"));
-        job->branches[i].candidates = to_tokens(b.Get("candidates"));
-      }
-    } catch (const std::invalid_argument& e) {
-      throw Napi::TypeError::New(env, e.what());
-    }
-    const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
-    auto check_ids = [&](const std::vector<llama_token>& ids, const char* what) {
-      for (llama_token t : ids) {
-        if (t < 0 || t >= n_vocab) {
-          throw coded_error(env, "invalid_request", std::string(what) + " token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
-        }
-      }
-    };
-    if (job->prefix.empty()) throw coded_error(env, "invalid_request", "the prefix is empty");
-    if (job->branches.empty()) throw coded_error(env, "invalid_request", "at least one branch is needed");
-    check_ids(job->prefix, "prefix");
-    size_t longest = 0;
-    for (const Branch& b : job->branches) {
-      if (b.suffix.empty()) throw coded_error(env, "invalid_request", "a branch suffix is empty");
-      if (b.candidates.empty()) throw coded_error(env, "invalid_request", "a branch has no candidate tokens");
-      check_ids(b.suffix, "suffix");
-      check_ids(b.candidates, "candidate");
-      longest = std::max(longest, b.suffix.size());
-    }
-    const size_t needed = job->prefix.size() + longest;
-    for (Lane& l : lanes_) {
-      // A suffix is decoded in one call, so it must also fit the lane's batch.
-      if (needed <= l.max_tokens && longest <= llama_n_batch(l.ctx.get())) {
-        lane = &l;
-        break;
-      }
-    }
-    if (lane == nullptr) {
-      const Lane& widest = lanes_.back();
-      throw coded_error(env, "context_exceeded",
-                        longest > llama_n_batch(widest.ctx.get())
-                            ? "a branch suffix has " + std::to_string(longest) + " tokens, more than the batch size " + std::to_string(llama_n_batch(widest.ctx.get()))
-                            : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(widest.max_tokens));
-    }
+    ticket = read_score_args(info, job.get());
+    const size_t longest = validate_job(env, *job, llama_vocab_n_tokens(vocab_));
+    lane = LaneFor(env, job->prefix.size(), longest);
   } catch (const Napi::Error& e) {
     deferred.Reject(e.Value());
     return deferred.Promise();
   }
-
-  if (pending_++ == 0) {
-    tsfn_.Ref(env);
-    Ref();
-  }
-  if (ticket != 0) tickets_[ticket] = job->cancelled;
-  auto* settlement = new Settlement{this, deferred, ticket, nullptr};
-  Napi::ThreadSafeFunction tsfn = tsfn_;
-  job->on_done = [tsfn, settlement](std::unique_ptr<ScoreJob> done) mutable {
-    settlement->job = std::move(done);
-    tsfn.BlockingCall(settlement, [](Napi::Env env, Napi::Function, Settlement* s) {
-      std::unique_ptr<Settlement> owned(s);
-      ScoreJob& j = *owned->job;
-      if (!j.error.empty()) {
-        owned->deferred.Reject(coded_error(env, j.error_code, j.error).Value());
-      } else {
-        Napi::Array logprobs = Napi::Array::New(env, j.logprobs.size());
-        for (size_t i = 0; i < j.logprobs.size(); ++i) {
-          Napi::Float32Array a = Napi::Float32Array::New(env, j.logprobs[i].size());
-          std::memcpy(a.Data(), j.logprobs[i].data(), j.logprobs[i].size() * sizeof(float));
-          logprobs.Set(static_cast<uint32_t>(i), a);
-        }
-        Napi::Object r = Napi::Object::New(env);
-        r.Set("logprobs", logprobs);
-        r.Set("evaluated", static_cast<double>(j.evaluated));
-        r.Set("cached", static_cast<double>(j.cached));
-        owned->deferred.Resolve(r);
-      }
-      owned->engine->JobSettled(env, owned->ticket);
-    });
-  };
+  JobStarted(env, ticket, job->cancelled);
+  job->on_done = settle_on_js_thread(tsfn_, new Settlement{this, deferred, ticket, nullptr});
   lane->scorer->submit(std::move(job));
   return deferred.Promise();
+}
+
+Lane* Engine::LaneFor(Napi::Env env, size_t prefix_tokens, size_t longest) {
+  const size_t needed = prefix_tokens + longest;
+  for (Lane& l : lanes_) {
+    // A suffix is decoded in one call, so it must also fit the lane's batch.
+    if (needed <= l.max_tokens && longest <= llama_n_batch(l.ctx.get())) return &l;
+  }
+  const Lane& widest = lanes_.back();
+  throw coded_error(env, "context_exceeded",
+                    longest > llama_n_batch(widest.ctx.get())
+                        ? "a branch suffix has " + std::to_string(longest) + " tokens, more than the batch size " + std::to_string(llama_n_batch(widest.ctx.get()))
+                        : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(widest.max_tokens));
 }
 
 Napi::Value Engine::Cancel(const Napi::CallbackInfo& info) {
@@ -482,6 +501,14 @@ Napi::Value Engine::Cancel(const Napi::CallbackInfo& info) {
   if (it == tickets_.end()) return Napi::Boolean::New(env, false);
   it->second->store(true);
   return Napi::Boolean::New(env, true);
+}
+
+void Engine::JobStarted(Napi::Env env, uint32_t ticket, const std::shared_ptr<std::atomic<bool>>& cancelled) {
+  if (pending_++ == 0) {
+    tsfn_.Ref(env);
+    Ref();
+  }
+  if (ticket != 0) tickets_[ticket] = cancelled;
 }
 
 void Engine::JobSettled(Napi::Env env, uint32_t ticket) {

@@ -61,6 +61,9 @@ class Engine : public Napi::ObjectWrap<Engine> {
   Napi::Value Close(const Napi::CallbackInfo& info);
 
   void RequireLoaded(Napi::Env env) const;
+  // The first lane that holds the prompt; throws context_exceeded where none does.
+  Lane* LaneFor(Napi::Env env, size_t prefix_tokens, size_t longest);
+  void JobStarted(Napi::Env env, uint32_t ticket, const std::shared_ptr<std::atomic<bool>>& cancelled);
 
   llama_model* model_ = nullptr;
   const llama_vocab* vocab_ = nullptr;
