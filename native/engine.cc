@@ -47,6 +47,40 @@ std::vector<llama_token> to_tokens(const Napi::Value& v) {
   return std::vector<llama_token>(a.Data(), a.Data() + a.ElementLength());
 }
 
+void read_load_options(const Napi::Object& o, EngineConfig* cfg) {
+  cfg->n_ctx = opt_u32(o, "contextSize", cfg->n_ctx);
+  cfg->n_batch = opt_u32(o, "batchSize", cfg->n_batch);
+  cfg->n_ubatch = opt_u32(o, "microBatchSize", cfg->n_ubatch);
+  cfg->n_seq_max = std::min<uint32_t>(opt_u32(o, "maxSequences", cfg->n_seq_max), 256);
+  cfg->n_threads = static_cast<int32_t>(opt_u32(o, "threads", 0));
+  cfg->n_gpu_layers = static_cast<int32_t>(opt_u32(o, "gpuLayers", 0));
+  Napi::Value fa = o.Get("flashAttention");
+  if (fa.IsString()) {
+    const std::string v = fa.As<Napi::String>().Utf8Value();
+    cfg->flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
+  }
+  Napi::Value kn = o.Get("kernels");
+  if (kn.IsString()) cfg->exact_kernels = kn.As<Napi::String>().Utf8Value() != "fast";
+  cfg->n_ctx_long = opt_u32(o, "longContextSize", cfg->n_ctx_long);
+  cfg->n_seq_long = std::min<uint32_t>(opt_u32(o, "longSequences", cfg->n_seq_long), 256);
+  Napi::Value kl = o.Get("kvLayout");
+  if (kl.IsString()) cfg->layout = kl.As<Napi::String>().Utf8Value() == "shared" ? KvLayout::shared : KvLayout::copied;
+  cfg->kv_cells = opt_u32(o, "kvCells", cfg->kv_cells);
+  Napi::Value pc = o.Get("prefixCacheTokens");
+  if (pc.IsNumber()) cfg->prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
+}
+
+// Why the file at `path` cannot be a model; empty when it may be one. Asked before llama.cpp opens
+// it, since its failure would not say which.
+std::string gguf_problem(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return "model file not found or unreadable: " + path;
+  char magic[4] = {0, 0, 0, 0};
+  file.read(magic, 4);
+  if (file.gcount() != 4 || std::memcmp(magic, "GGUF", 4) != 0) return "not a GGUF file: " + path;
+  return "";
+}
+
 // Loads the model and creates the context off the JS thread.
 class LoadWorker : public Napi::AsyncWorker {
  public:
@@ -56,12 +90,8 @@ class LoadWorker : public Napi::AsyncWorker {
 
   void Execute() override {
     init_backend_once();
-    std::ifstream file(cfg_.path, std::ios::binary);
-    if (!file) return SetError("model file not found or unreadable: " + cfg_.path);
-    char magic[4] = {0, 0, 0, 0};
-    file.read(magic, 4);
-    if (file.gcount() != 4 || std::memcmp(magic, "GGUF", 4) != 0) return SetError("not a GGUF file: " + cfg_.path);
-    file.close();
+    const std::string problem = gguf_problem(cfg_.path);
+    if (!problem.empty()) return SetError(problem);
 
     const size_t gpu_before = gpu_memory_used();
     model_ = load_model(cfg_.path, cfg_.n_gpu_layers);
@@ -69,23 +99,25 @@ class LoadWorker : public Napi::AsyncWorker {
 
     if (cfg_.n_threads <= 0) cfg_.n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
     cfg_.n_ubatch = std::min(cfg_.n_ubatch, cfg_.n_batch);
+    if (!AddLanes()) return;
+    const size_t gpu_after = gpu_memory_used();
+    gpu_bytes_ = gpu_after > gpu_before ? gpu_after - gpu_before : 0;
+  }
+
+  // False after SetError.
+  bool AddLanes() {
     const uint32_t train = static_cast<uint32_t>(std::max(1, llama_model_n_ctx_train(model_)));
     if (cfg_.layout == KvLayout::shared) {
       // One pool serves every request, the longest included: no long lane.
       const uint32_t cells = cfg_.kv_cells > 0 ? cfg_.kv_cells : std::min<uint32_t>(train, 32768) + cfg_.n_batch;
-      if (!AddLane(KvLayout::shared, cells, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens)) return;
-    } else {
-      cfg_.n_ctx_long = std::min(cfg_.n_ctx_long, train);
-      if (!AddLane(KvLayout::copied, cfg_.n_ctx, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens)) return;
-      // A long lane's batch takes any suffix its sequences can hold (a long option list), and one
-      // long prefix stays cached, so follow-up questions about a long document skip its decode.
-      if (cfg_.n_ctx_long > cfg_.n_ctx &&
-          !AddLane(KvLayout::copied, cfg_.n_ctx_long, std::max<uint32_t>(2, cfg_.n_seq_long), std::max(cfg_.n_batch, cfg_.n_ctx_long), cfg_.n_ctx_long)) {
-        return;
-      }
+      return AddLane(KvLayout::shared, cells, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens);
     }
-    const size_t gpu_after = gpu_memory_used();
-    gpu_bytes_ = gpu_after > gpu_before ? gpu_after - gpu_before : 0;
+    cfg_.n_ctx_long = std::min(cfg_.n_ctx_long, train);
+    if (!AddLane(KvLayout::copied, cfg_.n_ctx, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens)) return false;
+    // A long lane's batch takes any suffix its sequences can hold (a long option list), and one
+    // long prefix stays cached, so follow-up questions about a long document skip its decode.
+    return cfg_.n_ctx_long <= cfg_.n_ctx ||
+           AddLane(KvLayout::copied, cfg_.n_ctx_long, std::max<uint32_t>(2, cfg_.n_seq_long), std::max(cfg_.n_batch, cfg_.n_ctx_long), cfg_.n_ctx_long);
   }
 
   // False after SetError.
@@ -302,29 +334,7 @@ Napi::Value Engine::Load(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "load(path, options?) needs a model path");
   EngineConfig cfg;
   cfg.path = info[0].As<Napi::String>().Utf8Value();
-  if (info.Length() > 1 && info[1].IsObject()) {
-    Napi::Object o = info[1].As<Napi::Object>();
-    cfg.n_ctx = opt_u32(o, "contextSize", cfg.n_ctx);
-    cfg.n_batch = opt_u32(o, "batchSize", cfg.n_batch);
-    cfg.n_ubatch = opt_u32(o, "microBatchSize", cfg.n_ubatch);
-    cfg.n_seq_max = std::min<uint32_t>(opt_u32(o, "maxSequences", cfg.n_seq_max), 256);
-    cfg.n_threads = static_cast<int32_t>(opt_u32(o, "threads", 0));
-    cfg.n_gpu_layers = static_cast<int32_t>(opt_u32(o, "gpuLayers", 0));
-    Napi::Value fa = o.Get("flashAttention");
-    if (fa.IsString()) {
-      const std::string v = fa.As<Napi::String>().Utf8Value();
-      cfg.flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
-    }
-    Napi::Value kn = o.Get("kernels");
-    if (kn.IsString()) cfg.exact_kernels = kn.As<Napi::String>().Utf8Value() != "fast";
-    cfg.n_ctx_long = opt_u32(o, "longContextSize", cfg.n_ctx_long);
-    cfg.n_seq_long = std::min<uint32_t>(opt_u32(o, "longSequences", cfg.n_seq_long), 256);
-    Napi::Value kl = o.Get("kvLayout");
-    if (kl.IsString()) cfg.layout = kl.As<Napi::String>().Utf8Value() == "shared" ? KvLayout::shared : KvLayout::copied;
-    cfg.kv_cells = opt_u32(o, "kvCells", cfg.kv_cells);
-    Napi::Value pc = o.Get("prefixCacheTokens");
-    if (pc.IsNumber()) cfg.prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
-  }
+  if (info.Length() > 1 && info[1].IsObject()) read_load_options(info[1].As<Napi::Object>(), &cfg);
   busy_ = true;
   auto* worker = new LoadWorker(env, this, cfg);
   Napi::Promise p = worker->Promise();
