@@ -27,6 +27,15 @@ size_t common_prefix(const std::vector<llama_token>& a, const std::vector<llama_
   return i;
 }
 
+// Shifted by the largest logit, so that no exp overflows.
+double log_sum_exp(const float* logits, int32_t n_vocab) {
+  float max_logit = logits[0];
+  for (int32_t t = 1; t < n_vocab; ++t) max_logit = std::max(max_logit, logits[t]);
+  double sum = 0.0;
+  for (int32_t t = 0; t < n_vocab; ++t) sum += std::exp(static_cast<double>(logits[t] - max_logit));
+  return static_cast<double>(max_logit) + std::log(sum);
+}
+
 void batch_add(llama_batch& batch, llama_token token, llama_pos pos, llama_seq_id seq, bool logits) {
   const int32_t i = batch.n_tokens++;
   batch.token[i] = token;
@@ -267,7 +276,7 @@ void Scorer::admit_prefixes() {
   }
 }
 
-void Scorer::add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped, std::vector<Planned>& planned) {
+void Scorer::add_prefix_chunks(int32_t& budget, Stepped& stepped, std::vector<Planned>& planned) {
   for (auto& owned : active_) {
     ScoreJob* job = owned.get();
     PrefixEntry* e = job->entry;
@@ -356,10 +365,34 @@ void Scorer::place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& 
 bool Scorer::step() {
   drop_cancelled();
   if (active_.empty()) return true;
-  batch_.n_tokens = 0;
   std::vector<Planned> planned;
-  // Entries whose next tokens are in this batch, and the job charged for them.
-  std::vector<std::pair<PrefixEntry*, ScoreJob*>> stepped;
+  Stepped stepped;
+  plan_batch(stepped, planned);
+  if (batch_.n_tokens == 0) return false;
+
+  const auto started = std::chrono::steady_clock::now();
+  const int32_t rc = llama_decode(ctx_, batch_);
+  const auto decoded = std::chrono::steady_clock::now();
+  const double decode_s = std::chrono::duration<double>(decoded - started).count();
+  end_prefix_chunks(stepped, rc == 0);
+  if (rc != 0) {
+    undo_failed_decode(rc, planned, decode_s);
+    return true;
+  }
+  read_out(planned);
+  const auto read = std::chrono::steady_clock::now();
+  // Timed with the logits read; steps that also decoded prefix chunks would overstate a branch.
+  if (!planned.empty() && stepped.empty()) {
+    const double ms = std::chrono::duration<double, std::milli>(read - started).count() / static_cast<double>(planned.size());
+    branch_ms_ = branch_ms_ > 0.0 ? 0.8 * branch_ms_ + 0.2 * ms : ms;
+  }
+  count_step(decode_s, std::chrono::duration<double>(read - decoded).count(), planned.size());
+  finish(take_active([](const ScoreJob& j) { return j.branches_done == j.branches.size(); }));
+  return true;
+}
+
+void Scorer::plan_batch(Stepped& stepped, std::vector<Planned>& planned) {
+  batch_.n_tokens = 0;
   int32_t budget = static_cast<int32_t>(opts_.n_batch);
   admit_prefixes();
   // Prefix chunks first: a new request's prefix never waits behind another request's branches.
@@ -367,15 +400,11 @@ bool Scorer::step() {
   const size_t max_branches = branch_ms_ > 0.0 ? std::max(opts_.min_branches_per_step, static_cast<size_t>(opts_.step_target_ms / branch_ms_))
                                                 : std::numeric_limits<size_t>::max();
   add_branches(budget, max_branches, planned);
+}
 
-  if (batch_.n_tokens == 0) return false;
-
-  const auto started = std::chrono::steady_clock::now();
-  const int32_t rc = llama_decode(ctx_, batch_);
-  const auto decoded = std::chrono::steady_clock::now();
-  const double decode_s = std::chrono::duration<double>(decoded - started).count();
+void Scorer::end_prefix_chunks(const Stepped& stepped, bool decoded) {
   for (auto& [e, charged] : stepped) {
-    if (rc == 0) {
+    if (decoded) {
       e->decoded += static_cast<size_t>(e->step_count);
     } else {
       charged->evaluated -= e->step_count;
@@ -383,36 +412,34 @@ bool Scorer::step() {
     e->step_begin = -1;
     e->step_count = 0;
   }
-  if (rc != 0) {
-    // The KV cache is back to its state before the call: undo this step's bookkeeping.
-    for (const Planned& p : planned) {
-      if (!p.fused) free_seq(p.seq);
-      p.job->next_branch = std::min(p.job->next_branch, p.branch);
-      p.job->evaluated -= static_cast<int64_t>(p.job->branches[p.branch].suffix.size());
-    }
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stats_.decode_seconds += decode_s;
-    }
-    bool evicted = false;
-    while (rc == 1 && evict_one_idle(nullptr)) evicted = true;
-    if (!evicted) {
-      if (rc == 1) {
-        fail_all_active("the engine's KV cache is full; retry shortly", "unavailable");
-      } else {
-        fail_all_active("llama_decode failed with code " + std::to_string(rc), "internal");
-      }
-    }
-    return true;
-  }
+}
 
+void Scorer::undo_failed_decode(int32_t rc, const std::vector<Planned>& planned, double decode_s) {
+  // The KV cache is back to its state before the call: undo this step's bookkeeping.
+  for (const Planned& p : planned) {
+    if (!p.fused) free_seq(p.seq);
+    p.job->next_branch = std::min(p.job->next_branch, p.branch);
+    p.job->evaluated -= static_cast<int64_t>(p.job->branches[p.branch].suffix.size());
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.decode_seconds += decode_s;
+  }
+  bool evicted = false;
+  while (rc == 1 && evict_one_idle(nullptr)) evicted = true;
+  if (!evicted) {
+    if (rc == 1) {
+      fail_all_active("the engine's KV cache is full; retry shortly", "unavailable");
+    } else {
+      fail_all_active("llama_decode failed with code " + std::to_string(rc), "internal");
+    }
+  }
+}
+
+void Scorer::read_out(const std::vector<Planned>& planned) {
   for (const Planned& p : planned) {
     const float* logits = llama_get_logits_ith(ctx_, p.logits_index);
-    float max_logit = logits[0];
-    for (int32_t t = 1; t < n_vocab_; ++t) max_logit = std::max(max_logit, logits[t]);
-    double sum = 0.0;
-    for (int32_t t = 0; t < n_vocab_; ++t) sum += std::exp(static_cast<double>(logits[t] - max_logit));
-    const double log_z = static_cast<double>(max_logit) + std::log(sum);
+    const double log_z = log_sum_exp(logits, n_vocab_);
     const Branch& b = p.job->branches[p.branch];
     auto& out = p.job->logprobs[p.branch];
     out.resize(b.candidates.size());
@@ -426,26 +453,17 @@ bool Scorer::step() {
     }
     p.job->branches_done++;
   }
-  const auto read = std::chrono::steady_clock::now();
-  // Timed with the logits read; steps that also decoded prefix chunks would overstate a branch.
-  if (!planned.empty() && stepped.empty()) {
-    const double ms = std::chrono::duration<double, std::milli>(read - started).count() / static_cast<double>(planned.size());
-    branch_ms_ = branch_ms_ > 0.0 ? 0.8 * branch_ms_ + 0.2 * ms : ms;
-  }
+}
 
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stats_.decode_seconds += decode_s;
-    stats_.readout_seconds += std::chrono::duration<double>(read - decoded).count();
-    stats_.decodes++;
-    stats_.tokens_evaluated += static_cast<uint64_t>(batch_.n_tokens);
-    stats_.branches_scored += planned.size();
-    stats_.last_batch_tokens = static_cast<uint64_t>(batch_.n_tokens);
-    stats_.last_batch_branches = planned.size();
-  }
-
-  finish(take_active([](const ScoreJob& j) { return j.branches_done == j.branches.size(); }));
-  return true;
+void Scorer::count_step(double decode_s, double readout_s, size_t branches) {
+  std::lock_guard<std::mutex> lk(mu_);
+  stats_.decode_seconds += decode_s;
+  stats_.readout_seconds += readout_s;
+  stats_.decodes++;
+  stats_.tokens_evaluated += static_cast<uint64_t>(batch_.n_tokens);
+  stats_.branches_scored += branches;
+  stats_.last_batch_tokens = static_cast<uint64_t>(batch_.n_tokens);
+  stats_.last_batch_branches = branches;
 }
 
 void Scorer::finish(std::vector<std::unique_ptr<ScoreJob>> jobs) {

@@ -133,10 +133,22 @@ class Scorer {
     // the prefix afterwards instead of freeing a sequence.
     bool fused = false;
   };
+  // Entries whose next tokens are in the batch being built, and the job charged for them.
+  using Stepped = std::vector<std::pair<PrefixEntry*, ScoreJob*>>;
 
   void loop();
   // One llama_decode over as much queued work as fits; false when there was nothing to do.
   bool step();
+  // Empties the batch and fills it: prefixes admitted, their chunks, then branches.
+  void plan_batch(Stepped& stepped, std::vector<Planned>& planned);
+  // Counts a decoded chunk into its prefix, or, when the decode failed, back out of its job.
+  void end_prefix_chunks(const Stepped& stepped, bool decoded);
+  // Hands the failed step's branches back to their jobs for a later step, then evicts idle prefixes
+  // to make room (the KV cache was full) or fails every active job.
+  void undo_failed_decode(int32_t rc, const std::vector<Planned>& planned, double decode_s);
+  // Each planned branch's candidate log-probs, out of the decode's logits; then frees its cells.
+  void read_out(const std::vector<Planned>& planned);
+  void count_step(double decode_s, double readout_s, size_t branches);
   // Moves the active jobs `which` picks out of active_, keeping the others in order.
   std::vector<std::unique_ptr<ScoreJob>> take_active(const std::function<bool(const ScoreJob&)>& which);
   // Fails the cancelled jobs; their sequences are already free between batches.
@@ -145,7 +157,7 @@ class Scorer {
   void admit_prefixes();
   // Adds the next chunk of every admitted prefix that still has tokens to decode, and behind a last
   // chunk its job's first branch, so a one-question request takes one decode.
-  void add_prefix_chunks(int32_t& budget, std::vector<std::pair<PrefixEntry*, ScoreJob*>>& stepped, std::vector<Planned>& planned);
+  void add_prefix_chunks(int32_t& budget, Stepped& stepped, std::vector<Planned>& planned);
   // Adds up to max_branches branches one at a time, each to the tenant served least recently and
   // within it to the job served least recently, so a small request behind a large one waits for one
   // short decode, and a stream of new jobs cannot starve an old one of the same tenant.
