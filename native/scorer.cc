@@ -154,28 +154,18 @@ void Scorer::trim_cache() {
 }
 
 PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job) {
-  PrefixEntry* donor = nullptr;
-  size_t best = 0;
-  size_t in_use = 0;
   for (auto& e : prefixes_) {
-    if (e.refs > 0) ++in_use;
-    if (e.tokens == tokens) {
-      e.refs++;
-      e.last_used = ++clock_;
-      job->cached = static_cast<int64_t>(e.decoded);
-      return &e;
-    }
-    // Any common head is reused, at any token: the batch-invariant kernels give a token the same KV
-    // however its prompt was cut into decodes, and a copy trimmed to the head continues at the next
-    // cell, where a cold decode would have put it.
-    const size_t common = common_prefix(e.tokens, tokens, e.decoded);
-    if (common > best) {
-      best = common;
-      donor = &e;
-    }
+    if (e.tokens != tokens) continue;
+    e.refs++;
+    e.last_used = ++clock_;
+    job->cached = static_cast<int64_t>(e.decoded);
+    return &e;
   }
   // Prefixes in use may hold at most half of the sequences, so branches always find free ones.
+  const auto in_use = static_cast<size_t>(std::count_if(prefixes_.begin(), prefixes_.end(), [](const PrefixEntry& e) { return e.refs > 0; }));
   if (in_use >= std::max<size_t>(1, opts_.n_seq_max / 2)) return nullptr;
+  size_t best = 0;
+  PrefixEntry* donor = longest_head(tokens, &best);
   if (!make_room(tokens.size(), donor)) return nullptr;
   if (donor == nullptr) best = 0;
   llama_seq_id seq;
@@ -196,6 +186,23 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   prefixes_.push_back(std::move(entry));
   job->cached = static_cast<int64_t>(best);
   return &prefixes_.back();
+}
+
+PrefixEntry* Scorer::longest_head(const std::vector<llama_token>& tokens, size_t* length) {
+  PrefixEntry* donor = nullptr;
+  size_t best = 0;
+  for (auto& e : prefixes_) {
+    // Any common head is reused, at any token: the batch-invariant kernels give a token the same KV
+    // however its prompt was cut into decodes, and a copy trimmed to the head continues at the next
+    // cell, where a cold decode would have put it.
+    const size_t common = common_prefix(e.tokens, tokens, e.decoded);
+    if (common > best) {
+      best = common;
+      donor = &e;
+    }
+  }
+  *length = best;
+  return donor;
 }
 
 bool Scorer::awaits_shared_head(const std::vector<llama_token>& tokens) const {
@@ -304,32 +311,11 @@ void Scorer::add_prefix_chunks(int32_t& budget, Stepped& stepped, std::vector<Pl
 }
 
 void Scorer::add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned) {
-  std::vector<ScoreJob*> ready;
-  for (auto& owned : active_) {
-    // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
-    // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
-    if (owned->entry != nullptr && owned->entry->decoded == owned->entry->tokens.size()) ready.push_back(owned.get());
-  }
-  // Only tenants with work keep their turn; a tenant coming back starts at the front.
-  for (auto it = tenant_served_.begin(); it != tenant_served_.end();) {
-    const bool present = std::any_of(active_.begin(), active_.end(), [&it](const auto& j) { return j->tenant == it->first; });
-    it = present ? std::next(it) : tenant_served_.erase(it);
-  }
+  const std::vector<ScoreJob*> ready = prefix_ready_jobs();
+  forget_idle_tenants();
   std::vector<ScoreJob*> full;  // jobs whose next suffix does not fit what is left of this batch
-  auto open = [&full](ScoreJob* j) { return j->next_branch < j->branches.size() && std::find(full.begin(), full.end(), j) == full.end(); };
   while (budget > 0 && planned.size() < max_branches) {
-    // Least recently served tenant, then its least recently served job; ties go to the older job.
-    ScoreJob* job = nullptr;
-    for (ScoreJob* j : ready) {
-      if (!open(j)) continue;
-      if (job == nullptr) {
-        job = j;
-        continue;
-      }
-      const uint64_t tj = tenant_served_[j->tenant];
-      const uint64_t tb = tenant_served_[job->tenant];
-      if (tj < tb || (tj == tb && j->tenant == job->tenant && j->last_served < job->last_served)) job = j;
-    }
+    ScoreJob* job = next_to_serve(ready, full);
     if (job == nullptr) return;
     const Branch& b = job->branches[job->next_branch];
     const int32_t n = static_cast<int32_t>(b.suffix.size());
@@ -344,6 +330,41 @@ void Scorer::add_branches(int32_t& budget, size_t max_branches, std::vector<Plan
     llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
     place_branch(job, seq, false, budget, planned);
   }
+}
+
+std::vector<ScoreJob*> Scorer::prefix_ready_jobs() const {
+  std::vector<ScoreJob*> ready;
+  for (const auto& owned : active_) {
+    // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
+    // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
+    if (owned->entry != nullptr && owned->entry->decoded == owned->entry->tokens.size()) ready.push_back(owned.get());
+  }
+  return ready;
+}
+
+void Scorer::forget_idle_tenants() {
+  // Only tenants with work keep their turn; a tenant coming back starts at the front.
+  for (auto it = tenant_served_.begin(); it != tenant_served_.end();) {
+    const bool present = std::any_of(active_.begin(), active_.end(), [&it](const auto& j) { return j->tenant == it->first; });
+    it = present ? std::next(it) : tenant_served_.erase(it);
+  }
+}
+
+ScoreJob* Scorer::next_to_serve(const std::vector<ScoreJob*>& ready, const std::vector<ScoreJob*>& full) {
+  auto open = [&full](ScoreJob* j) { return j->next_branch < j->branches.size() && std::find(full.begin(), full.end(), j) == full.end(); };
+  // Least recently served tenant, then its least recently served job; ties go to the older job.
+  ScoreJob* job = nullptr;
+  for (ScoreJob* j : ready) {
+    if (!open(j)) continue;
+    if (job == nullptr) {
+      job = j;
+      continue;
+    }
+    const uint64_t tj = tenant_served_[j->tenant];
+    const uint64_t tb = tenant_served_[job->tenant];
+    if (tj < tb || (tj == tb && j->tenant == job->tenant && j->last_served < job->last_served)) job = j;
+  }
+  return job;
 }
 
 void Scorer::place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned) {

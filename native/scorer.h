@@ -162,10 +162,19 @@ class Scorer {
   // within it to the job served least recently, so a small request behind a large one waits for one
   // short decode, and a stream of new jobs cannot starve an old one of the same tenant.
   void add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned);
+  // Jobs whose prefix is wholly decoded, in active_'s order.
+  std::vector<ScoreJob*> prefix_ready_jobs() const;
+  void forget_idle_tenants();
+  // Of the ready jobs not yet full and with branches left, the one add_branches serves next; nullptr
+  // when none is.
+  ScoreJob* next_to_serve(const std::vector<ScoreJob*>& ready, const std::vector<ScoreJob*>& full);
   // Appends the job's next branch to the batch in sequence `seq`, positions following its prefix,
   // with logits at its last token, and charges it to the job and its tenant.
   void place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
+  // The prefix whose decoded tokens share the longest head with `tokens` (nullptr: none), and that
+  // head's length.
+  PrefixEntry* longest_head(const std::vector<llama_token>& tokens, size_t* length);
   // True while a prefix in use is still decoding tokens that `tokens` begins with.
   bool awaits_shared_head(const std::vector<llama_token>& tokens) const;
   // Shared layout: evicts idle prefixes until `need` more cells fit, sacrificing the donor last
