@@ -4,7 +4,7 @@
 // given that silently ignored an image.
 import { ValidationFailure, type ValidationErrorItem } from './errors.js';
 import { valueError } from '../decision/schema/problems.js';
-import { parseJson } from './validation.js';
+import { parseJson } from './json-body.js';
 import type { Asset } from './schemas/systemone.js';
 import { isMultipart, MultipartError, parseMultipart, type FormPart } from './multipart.js';
 import type { HttpRequest } from './route.js';

@@ -2,7 +2,7 @@
 // the nesting bound, on their own and through parseJson's 422.
 import t from 'tap';
 import { decodeUtf8, findJsonFault, MAX_JSON_DEPTH, TOO_DEEP } from '../../src/api/json-guard.js';
-import { parseJson } from '../../src/api/validation.js';
+import { parseJson } from '../../src/api/json-body.js';
 import { ValidationFailure, type ValidationErrorItem } from '../../src/api/errors.js';
 
 /** `levels` arrays around a string: a value whose depth is `levels`. */

@@ -2,13 +2,9 @@
 // request (discriminated question union, nullable fields, bounded options, maps and lists).
 import t from 'tap';
 import { Type } from '@sinclair/typebox';
-import {
-  applyDefaults,
-  compileBodyParser,
-  compileValidator,
-  locateJsonError,
-  parseJsonBody,
-} from '../../src/api/validation.js';
+import { applyDefaults, compileBodyParser, compileValidator } from '../../src/api/validation.js';
+import { parseJsonBody } from '../../src/api/json-body.js';
+import { locateJsonError } from '../../src/api/json-syntax-error.js';
 import { valueError } from '../../src/decision/schema/problems.js';
 import { ValidationFailure } from '../../src/api/errors.js';
 import type { HttpRequest } from '../../src/api/route.js';
