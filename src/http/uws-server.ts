@@ -26,86 +26,155 @@ export function loadUws(): UwsModule {
 export function startUwsServer(app: HttpApp, host: string, port: number): Promise<RunningServer> {
   const uws = loadUws();
   const server = uws.App();
-  let inFlight = 0;
-  let drained: (() => void) | null = null;
+  const inFlight = new InFlight();
+  server.any('/*', (res, req) => serve(app, inFlight, res, req));
+  return listen(uws, server, host, port, inFlight);
+}
 
-  server.any('/*', (res, req) => {
-    const state = { aborted: false, done: false };
-    const gone = new AbortController();
-    res.onAborted(() => {
-      state.aborted = true;
-      gone.abort();
-    });
-    const headers: Record<string, string> = {};
-    req.forEach((name, value) => {
-      headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
-    });
-    const query = req.getQuery();
-    const request = app.begin({
-      method: req.getCaseSensitiveMethod(),
-      url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
-      headers,
-      ip: Buffer.from(res.getRemoteAddressAsText()).toString('utf8'),
-      signal: gone.signal,
-    });
-    inFlight++;
+/** Requests begun and not yet settled, so that a graceful close knows when it may finish. */
+class InFlight {
+  private count = 0;
+  private drained: (() => void) | null = null;
 
-    const send = (wire: WireResponse, closeConnection = false): void => {
+  get idle(): boolean {
+    return this.count === 0;
+  }
+
+  begin(): void {
+    this.count++;
+  }
+
+  settle(): void {
+    this.count--;
+    if (this.count === 0 && this.drained) this.drained();
+  }
+
+  /** Calls `fn` whenever the last request in flight settles, from now on. */
+  whenDrained(fn: () => void): void {
+    this.drained = fn;
+  }
+}
+
+/** One request, from uWS's callback to its answer. Only the answer comes late: `req` is read before the callback returns. */
+function serve(app: HttpApp, inFlight: InFlight, res: UWS.HttpResponse, req: UWS.HttpRequest): void {
+  const reply = guard(res);
+  const init = readRequest(req, res, reply.signal);
+  const request = app.begin(init);
+  inFlight.begin();
+
+  const refuse = (wire: WireResponse): void => {
+    reply.send(wire, true);
+    inFlight.settle();
+  };
+  const run = (): void => {
+    app.handle(request).then(
+      (wire) => {
+        reply.send(wire);
+        inFlight.settle();
+      },
+      () => inFlight.settle(),
+    );
+  };
+
+  const refused = app.precheck(request);
+  if (refused) {
+    refuse(refused);
+    return;
+  }
+  const declared = init.headers['content-length'];
+  if ((declared === undefined || declared === '0') && init.headers['transfer-encoding'] === undefined) {
+    run();
+    return;
+  }
+  readBody(res, reply, app.maxBodyBytes, {
+    whole: (body) => {
+      request.body = body;
+      run();
+    },
+    tooLarge: () => refuse(app.tooLarge(request)),
+  });
+}
+
+/** A uWS response that is written at most once, and never after the client aborted (uWS frees it then). */
+interface GuardedReply {
+  /** Aborts when the client goes away. */
+  signal: AbortSignal;
+  /** Whether the answer has been written. */
+  readonly done: boolean;
+  send(wire: WireResponse, closeConnection?: boolean): void;
+}
+
+function guard(res: UWS.HttpResponse): GuardedReply {
+  const state = { aborted: false, done: false };
+  const gone = new AbortController();
+  res.onAborted(() => {
+    state.aborted = true;
+    gone.abort();
+  });
+  return {
+    signal: gone.signal,
+    get done() {
+      return state.done;
+    },
+    send(wire, closeConnection = false) {
       if (state.aborted || state.done) return;
       state.done = true;
-      res.cork(() => {
-        res.writeStatus(`${wire.status} ${STATUS_CODES[wire.status] ?? ''}`);
-        for (const [name, value] of Object.entries(wire.headers)) {
-          if (name !== 'connection' && name !== 'content-length') res.writeHeader(name, value);
-        }
-        res.end(wire.body, closeConnection);
-      });
-    };
-    const settle = (): void => {
-      inFlight--;
-      if (inFlight === 0 && drained) drained();
-    };
-    const run = (): void => {
-      app.handle(request).then(
-        (wire) => {
-          send(wire);
-          settle();
-        },
-        () => settle(),
-      );
-    };
+      writeResponse(res, wire, closeConnection);
+    },
+  };
+}
 
-    const refused = app.precheck(request);
-    if (refused) {
-      send(refused, true);
-      settle();
-      return;
+/** Status, headers and body in one corked write (uWS writes Content-Length and Connection itself). */
+function writeResponse(res: UWS.HttpResponse, wire: WireResponse, closeConnection: boolean): void {
+  res.cork(() => {
+    res.writeStatus(`${wire.status} ${STATUS_CODES[wire.status] ?? ''}`);
+    for (const [name, value] of Object.entries(wire.headers)) {
+      if (name !== 'connection' && name !== 'content-length') res.writeHeader(name, value);
     }
-    const declared = headers['content-length'];
-    if ((declared === undefined || declared === '0') && headers['transfer-encoding'] === undefined) {
-      run();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    res.onData((chunk, isLast) => {
-      if (state.done) return;
-      size += chunk.byteLength;
-      if (size > app.maxBodyBytes) {
-        chunks.length = 0;
-        send(app.tooLarge(request), true);
-        settle();
-        return;
-      }
-      // The ArrayBuffer is only valid during this callback, so it is copied.
-      chunks.push(Buffer.from(new Uint8Array(chunk)));
-      if (isLast) {
-        request.body = Buffer.concat(chunks);
-        run();
-      }
-    });
+    res.end(wire.body, closeConnection);
   });
+}
 
+/** What the application needs of uWS's request, copied out now: the request dies when the callback returns. */
+function readRequest(req: UWS.HttpRequest, res: UWS.HttpResponse, signal: AbortSignal): Parameters<HttpApp['begin']>[0] {
+  const headers: Record<string, string> = {};
+  req.forEach((name, value) => {
+    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+  });
+  const query = req.getQuery();
+  return {
+    method: req.getCaseSensitiveMethod(),
+    url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
+    headers,
+    ip: Buffer.from(res.getRemoteAddressAsText()).toString('utf8'),
+    signal,
+  };
+}
+
+/** Buffers the body as uWS streams it; past `maxBytes` it is dropped and refused instead. */
+function readBody(
+  res: UWS.HttpResponse,
+  reply: GuardedReply,
+  maxBytes: number,
+  on: { whole: (body: Buffer) => void; tooLarge: () => void },
+): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.onData((chunk, isLast) => {
+    if (reply.done) return;
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      chunks.length = 0;
+      on.tooLarge();
+      return;
+    }
+    // The ArrayBuffer is only valid during this callback, so it is copied.
+    chunks.push(Buffer.from(new Uint8Array(chunk)));
+    if (isLast) on.whole(Buffer.concat(chunks));
+  });
+}
+
+function listen(uws: UwsModule, server: UWS.TemplatedApp, host: string, port: number, inFlight: InFlight): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     server.listen(host, port, (listenSocket) => {
       if (!listenSocket) {
@@ -115,23 +184,27 @@ export function startUwsServer(app: HttpApp, host: string, port: number): Promis
       resolve({
         implementation: 'uws',
         port: uws.us_socket_local_port(listenSocket),
-        close: () =>
-          new Promise<void>((done) => {
-            uws.us_listen_socket_close(listenSocket);
-            const finish = (): void => {
-              server.close();
-              done();
-            };
-            if (inFlight === 0) finish();
-            else {
-              const timer = setTimeout(finish, 10_000);
-              drained = () => {
-                clearTimeout(timer);
-                finish();
-              };
-            }
-          }),
+        close: () => closeGracefully(uws, server, listenSocket, inFlight),
       });
     });
+  });
+}
+
+/** Stops accepting, then closes once the requests in flight have settled, or after 10 s regardless. */
+function closeGracefully(uws: UwsModule, server: UWS.TemplatedApp, listenSocket: UWS.us_listen_socket, inFlight: InFlight): Promise<void> {
+  return new Promise<void>((done) => {
+    uws.us_listen_socket_close(listenSocket);
+    const finish = (): void => {
+      server.close();
+      done();
+    };
+    if (inFlight.idle) finish();
+    else {
+      const timer = setTimeout(finish, 10_000);
+      inFlight.whenDrained(() => {
+        clearTimeout(timer);
+        finish();
+      });
+    }
   });
 }
