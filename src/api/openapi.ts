@@ -86,70 +86,14 @@ function validates(route: Route): boolean {
 
 export function generateOpenApi(routes: readonly Route[], info: { title?: string; version?: string } = {}): Json {
   const components: Json = {};
-  const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
   components.HTTPValidationError = toJson(HTTPValidationError, components);
   components.ValidationError = toJson(ValidationError, components);
   components.ErrorResponse = toJson(ErrorResponse, components);
-  const errorResponse = (status: number) => {
-    const codes = Object.entries(ERROR_CODES)
-      .filter(([, s]) => s === status)
-      .map(([c]) => c);
-    return {
-      description: `Error: ${codes.join(', ')}`,
-      content: { 'application/json': { schema: ref('ErrorResponse') } },
-      ...(status === 429 || status === 503
-        ? {
-            headers: {
-              'Retry-After': { schema: { type: 'integer' }, description: 'seconds to wait' },
-              'retry-after-ms': { schema: { type: 'integer' }, description: 'milliseconds to wait' },
-            },
-          }
-        : {}),
-      ...(status === 415
-        ? { headers: { 'Accept-Encoding': { schema: { type: 'string' }, description: 'the request content codings taken' } } }
-        : {}),
-    };
-  };
 
   const paths: Json = {};
   for (const route of routes) {
     const item = (paths[route.path] ??= {}) as Json;
-    const auth = route.auth ?? 'none';
-    const responses: Json = {
-      '200': {
-        description: 'Success',
-        content: { [route.responseType ?? 'application/json']: { schema: route.schemas?.response ? toJson(route.schemas.response, components) : {} } },
-      },
-    };
-    if (validates(route)) {
-      responses['422'] = { description: 'Validation error', content: { 'application/json': { schema: ref('HTTPValidationError') } } };
-    }
-    for (const s of [...errorStatusesOf(route)].sort()) responses[String(s)] = errorResponse(s);
-    const ownBody = route.schemas?.response;
-    for (const s of (ownBody?.[ALSO_STATUSES] as number[] | undefined) ?? []) {
-      responses[String(s)] = { ...errorResponse(s), description: 'The usual body, with this status', content: (responses['200'] as Json).content };
-    }
-
-    const parameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => {
-      const p = route.schemas?.params?.properties?.[m[1]!] as TSchema | undefined;
-      return { name: m[1], in: 'path', required: true, schema: p ? toJson(p, components) : { type: 'string' } };
-    });
-    if (auth === 'console') {
-      parameters.push(
-        { name: 'X-Arbitra-Console-Token', in: 'header', required: false, schema: { type: 'string' } } as never,
-        { name: 'X-Arbitra-User-Email', in: 'header', required: false, schema: { type: 'string' } } as never,
-      );
-    }
-    item[route.method.toLowerCase()] = {
-      operationId: operationId(route),
-      summary: route.summary,
-      ...(route.description ? { description: route.description } : {}),
-      tags: [route.tag ?? tagOf(route.path)],
-      ...(parameters.length ? { parameters } : {}),
-      ...(route.schemas?.body ? { requestBody: requestBody(route, toJson(route.schemas.body, components)) } : {}),
-      responses,
-      ...(auth === 'api_key' ? { security: [{ bearerAuth: [] }] } : auth === 'console' ? { security: [{ consoleToken: [] }] } : {}),
-    };
+    item[route.method.toLowerCase()] = operation(route, components);
   }
 
   return {
@@ -172,6 +116,83 @@ export function generateOpenApi(routes: readonly Route[], info: { title?: string
       },
     },
   };
+}
+
+/** One route's operation; the $id-named schemas it meets are added to `components` on the way. */
+function operation(route: Route, components: Json): Json {
+  const auth = route.auth ?? 'none';
+  const responses = responsesOf(route, components);
+  const parameters = parametersOf(route, components);
+  return {
+    operationId: operationId(route),
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: [route.tag ?? tagOf(route.path)],
+    ...(parameters.length ? { parameters } : {}),
+    ...(route.schemas?.body ? { requestBody: requestBody(route, toJson(route.schemas.body, components)) } : {}),
+    responses,
+    ...(auth === 'api_key' ? { security: [{ bearerAuth: [] }] } : auth === 'console' ? { security: [{ consoleToken: [] }] } : {}),
+  };
+}
+
+/** 200 with the route's own body, 422 where it validates, and every error status it can answer. */
+function responsesOf(route: Route, components: Json): Json {
+  const responses: Json = {
+    '200': {
+      description: 'Success',
+      content: { [route.responseType ?? 'application/json']: { schema: route.schemas?.response ? toJson(route.schemas.response, components) : {} } },
+    },
+  };
+  if (validates(route)) {
+    responses['422'] = { description: 'Validation error', content: { 'application/json': { schema: ref('HTTPValidationError') } } };
+  }
+  for (const s of [...errorStatusesOf(route)].sort()) responses[String(s)] = errorResponse(s);
+  const ownBody = route.schemas?.response;
+  for (const s of (ownBody?.[ALSO_STATUSES] as number[] | undefined) ?? []) {
+    responses[String(s)] = { ...errorResponse(s), description: 'The usual body, with this status', content: (responses['200'] as Json).content };
+  }
+  return responses;
+}
+
+/** The error body of one status, naming the catalogue's codes that answer with it. */
+function errorResponse(status: number): Json {
+  const codes = Object.entries(ERROR_CODES)
+    .filter(([, s]) => s === status)
+    .map(([c]) => c);
+  return {
+    description: `Error: ${codes.join(', ')}`,
+    content: { 'application/json': { schema: ref('ErrorResponse') } },
+    ...(status === 429 || status === 503
+      ? {
+          headers: {
+            'Retry-After': { schema: { type: 'integer' }, description: 'seconds to wait' },
+            'retry-after-ms': { schema: { type: 'integer' }, description: 'milliseconds to wait' },
+          },
+        }
+      : {}),
+    ...(status === 415
+      ? { headers: { 'Accept-Encoding': { schema: { type: 'string' }, description: 'the request content codings taken' } } }
+      : {}),
+  };
+}
+
+/** The path's {parameters}, and on console routes the headers that name the console's user. */
+function parametersOf(route: Route, components: Json): Json[] {
+  const parameters: Json[] = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => {
+    const p = route.schemas?.params?.properties?.[m[1]!] as TSchema | undefined;
+    return { name: m[1], in: 'path', required: true, schema: p ? toJson(p, components) : { type: 'string' } };
+  });
+  if (route.auth === 'console') {
+    parameters.push(
+      { name: 'X-Arbitra-Console-Token', in: 'header', required: false, schema: { type: 'string' } },
+      { name: 'X-Arbitra-User-Email', in: 'header', required: false, schema: { type: 'string' } },
+    );
+  }
+  return parameters;
+}
+
+function ref(name: string): Json {
+  return { $ref: `#/components/schemas/${name}` };
 }
 
 function tagOf(path: string): string {
