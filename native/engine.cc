@@ -13,6 +13,9 @@ namespace arbitra {
 
 namespace {
 
+// At most this many of a prefix's tokens go into one decode (ScorerOptions::prefix_chunk).
+uint32_t prefix_chunk(uint32_t n_batch) { return std::min<uint32_t>(512, n_batch); }
+
 void quiet_log(ggml_log_level level, const char* text, void*) {
   static const bool verbose = std::getenv("ARBITRA_LLAMA_LOG") != nullptr;
   if (verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
@@ -132,7 +135,7 @@ class LoadWorker : public Napi::AsyncWorker {
     spec.flash_attn = cfg_.flash_attn;
     spec.exact_kernels = cfg_.exact_kernels;
     spec.prefix_cache_tokens = prefix_cache_tokens;
-    spec.prefix_chunk = std::min<uint32_t>(512, cfg_.n_batch);
+    spec.prefix_chunk = prefix_chunk(cfg_.n_batch);
     Lane lane;
     if (!make_lane(model_, spec, &lane)) {
       lanes_.clear();
@@ -384,6 +387,9 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("longContextSize", lanes_.back().max_tokens);
   o.Set("longSequences", lanes_.size() > 1 ? llama_n_seq_max(lanes_.back().ctx.get()) : 0);
   o.Set("batchSize", cfg_.n_batch);
+  // How the scorer cuts work into decodes, for the service's estimate of what a request will take.
+  o.Set("prefixChunk", prefix_chunk(cfg_.n_batch));
+  o.Set("stepTargetMs", ScorerOptions{}.step_target_ms);
   o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx.get()));
   o.Set("kvLayout", cfg_.layout == KvLayout::shared ? "shared" : "copied");
   o.Set("kernels", cfg_.exact_kernels ? "exact" : "fast");
@@ -545,6 +551,12 @@ Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   o.Set("cachedPrefixes", static_cast<double>(s.cached_prefixes));
   o.Set("decodeSeconds", s.decode_seconds);
   o.Set("readoutSeconds", s.readout_seconds);
+  Napi::Object cost = Napi::Object::New(env);
+  cost.Set("perDecodeMs", s.cost.per_decode_ms);
+  cost.Set("perTokenMs", s.cost.per_token_ms);
+  cost.Set("perRowMs", s.cost.per_row_ms);
+  cost.Set("decodesObserved", static_cast<double>(s.cost.observed));
+  o.Set("cost", cost);
   o.Set("pending", static_cast<double>(pending_));
   return o;
 }

@@ -20,6 +20,9 @@ struct PrefixEntry {
 
 namespace {
 
+// Chunks shorter than this are not put beside other work (a prefix's last few tokens still are).
+constexpr size_t kMinChunk = 32;
+
 size_t common_prefix(const std::vector<llama_token>& a, const std::vector<llama_token>& b, size_t limit) {
   size_t n = std::min({a.size(), b.size(), limit});
   size_t i = 0;
@@ -163,7 +166,7 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   }
   // Prefixes in use may hold at most half of the sequences, so branches always find free ones.
   const auto in_use = static_cast<size_t>(std::count_if(prefixes_.begin(), prefixes_.end(), [](const PrefixEntry& e) { return e.refs > 0; }));
-  if (in_use >= std::max<size_t>(1, opts_.n_seq_max / 2)) return nullptr;
+  if (in_use >= prefix_slots()) return nullptr;
   size_t best = 0;
   PrefixEntry* donor = longest_head(tokens, &best);
   if (!make_room(tokens.size(), donor)) return nullptr;
@@ -266,11 +269,25 @@ void Scorer::admit_prefixes() {
   auto held = [&holding](uint64_t tenant) -> size_t& {
     return std::find_if(holding.begin(), holding.end(), [tenant](const auto& h) { return h.first == tenant; })->second;
   };
+  // A tenant holding no prefix may take any free slot, so a newcomer starts at once. One already
+  // holding some takes no more than its share of the slots, and never the last few: those are kept
+  // for the next newcomer. A tenant over its share keeps what it holds and is given more as its
+  // jobs finish.
+  const size_t slots = prefix_slots();
+  const size_t reserve = std::max<size_t>(1, slots / 8);
+  const size_t share = (slots + holding.size() - 1) / std::max<size_t>(1, holding.size());
+  const auto in_use = static_cast<size_t>(std::count_if(prefixes_.begin(), prefixes_.end(), [](const PrefixEntry& e) { return e.refs > 0; }));
+  size_t admitted = 0;
+  auto over_cap = [&](ScoreJob* job) {
+    const size_t h = held(job->tenant);
+    return h > 0 && (h >= share || in_use + admitted + reserve >= slots);
+  };
   for (;;) {
     // A job whose prefix shares more with a prefix still being decoded than is decoded yet waits for
     // that decode: admitted now, it would decode the shared tokens a second time beside it. Asked
     // after every admission, since the prefix just admitted may be the one to wait for.
     waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [this](ScoreJob* job) { return awaits_shared_head(job->prefix); }), waiting.end());
+    waiting.erase(std::remove_if(waiting.begin(), waiting.end(), over_cap), waiting.end());
     if (waiting.empty()) return;
     // The oldest job of the tenant holding the fewest prefixes: one client's queue cannot keep
     // every prefix slot while another client waits.
@@ -279,67 +296,84 @@ void Scorer::admit_prefixes() {
     job->entry = acquire_prefix(job->prefix, job);
     if (job->entry == nullptr) return;  // wait for running jobs to hand sequences back
     held(job->tenant)++;
+    admitted++;
     waiting.erase(next);
   }
 }
 
-void Scorer::add_prefix_chunks(int32_t& budget, Stepped& stepped, std::vector<Planned>& planned) {
+int32_t Scorer::tokens_in_time(size_t planned_rows, size_t more_rows) const {
+  // The first piece of a decode goes whole however long it is, and until the decodes' cost is
+  // known only the batch bounds them.
+  if (batch_.n_tokens == 0 || !cost_.known()) return std::numeric_limits<int32_t>::max();
+  const double left = opts_.step_target_ms - cost_.of(batch_.n_tokens, static_cast<double>(planned_rows + more_rows));
+  return left <= 0.0 ? 0 : static_cast<int32_t>(std::min(left / cost_.per_token_ms, static_cast<double>(std::numeric_limits<int32_t>::max())));
+}
+
+bool Scorer::place_prefix_chunk(ScoreJob* job, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned) {
+  PrefixEntry* e = job->entry;
+  const size_t left = e->tokens.size() - e->decoded;
+  const auto in_time = static_cast<size_t>(tokens_in_time(planned.size(), 0));
+  // A sliver of a prefix beside other work costs a decode's overhead for little progress.
+  if (in_time < std::min(left, kMinChunk)) return false;
+  // The batch-invariant kernels make any cut safe: a chunk takes what is left of the batch.
+  const size_t chunk_end = e->decoded + std::min({left, static_cast<size_t>(opts_.prefix_chunk), static_cast<size_t>(budget), in_time});
+  if (chunk_end == e->decoded) return false;
+  const int32_t take = static_cast<int32_t>(chunk_end - e->decoded);
+  e->step_begin = batch_.n_tokens;
+  e->step_count = take;
+  for (int32_t i = 0; i < take; ++i) {
+    const size_t p = e->decoded + static_cast<size_t>(i);
+    batch_add(batch_, e->tokens[p], static_cast<llama_pos>(p), e->seq, false);
+  }
+  budget -= take;
+  job->evaluated += take;
+  stepped.emplace_back(e, job);
+  if (chunk_end < e->tokens.size() || job->next_branch != 0) return true;
+  // The suffix goes into the prefix's sequence after its last chunk: the same cells in the same
+  // order as a decode of its own, and with exact kernels the same arithmetic for every token. It is
+  // the same request's work, so the step target does not hold it back: a one-question request
+  // stays one decode.
+  const int32_t n = static_cast<int32_t>(job->branches[0].suffix.size());
+  if (n <= budget) place_branch(job, e->seq, true, budget, planned);
+  return true;
+}
+
+bool Scorer::place_next_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned) {
+  const int32_t n = static_cast<int32_t>(job->branches[job->next_branch].suffix.size());
+  if (n > budget || n > tokens_in_time(planned.size(), 1)) return false;
+  llama_seq_id seq;
+  if (!alloc_seq(&seq)) return false;
+  // Copied layout: the prefix's stream is copied into the branch's before the next decode.
+  // Shared: the branch's sequence joins the prefix's cells.
+  llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
+  place_branch(job, seq, false, budget, planned);
+  return true;
+}
+
+bool Scorer::place_piece(uint64_t tenant, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned) {
+  // A tenant's new prefix first, oldest job first: a new request never waits behind its own
+  // tenant's branches.
   for (auto& owned : active_) {
     ScoreJob* job = owned.get();
-    PrefixEntry* e = job->entry;
-    if (e == nullptr || e->step_begin >= 0 || e->decoded >= e->tokens.size() || budget <= 0) continue;
-    // The batch-invariant kernels make any cut safe: a chunk takes what is left of the batch.
-    const size_t chunk_end = std::min({e->tokens.size(), e->decoded + opts_.prefix_chunk, e->decoded + static_cast<size_t>(budget)});
-    const int32_t take = static_cast<int32_t>(chunk_end - e->decoded);
-    e->step_begin = batch_.n_tokens;
-    e->step_count = take;
-    for (int32_t i = 0; i < take; ++i) {
-      const size_t p = e->decoded + static_cast<size_t>(i);
-      batch_add(batch_, e->tokens[p], static_cast<llama_pos>(p), e->seq, false);
-    }
-    budget -= take;
-    job->evaluated += take;
-    stepped.emplace_back(e, job);
-    if (chunk_end < e->tokens.size() || job->next_branch != 0) continue;
-    // The suffix goes into the prefix's sequence after its last chunk: the same cells in the same
-    // order as a decode of its own, and with exact kernels the same arithmetic for every token.
-    const Branch& b = job->branches[0];
-    const int32_t n = static_cast<int32_t>(b.suffix.size());
-    if (n > budget) continue;
-    place_branch(job, e->seq, true, budget, planned);
+    const PrefixEntry* e = job->entry;
+    if (job->tenant != tenant || e == nullptr || e->step_begin >= 0 || e->decoded >= e->tokens.size()) continue;
+    if (place_prefix_chunk(job, budget, stepped, planned)) return true;
   }
-}
-
-void Scorer::add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned) {
-  const std::vector<ScoreJob*> ready = prefix_ready_jobs();
-  forget_idle_tenants();
-  std::vector<ScoreJob*> full;  // jobs whose next suffix does not fit what is left of this batch
-  while (budget > 0 && planned.size() < max_branches) {
-    ScoreJob* job = next_to_serve(ready, full);
-    if (job == nullptr) return;
-    const Branch& b = job->branches[job->next_branch];
-    const int32_t n = static_cast<int32_t>(b.suffix.size());
-    if (n > budget) {
-      full.push_back(job);
-      continue;
-    }
-    llama_seq_id seq;
-    if (!alloc_seq(&seq)) return;
-    // Copied layout: the prefix's stream is copied into the branch's before the next decode.
-    // Shared: the branch's sequence joins the prefix's cells.
-    llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
-    place_branch(job, seq, false, budget, planned);
-  }
-}
-
-std::vector<ScoreJob*> Scorer::prefix_ready_jobs() const {
+  // Then a branch of its job served least recently, so a stream of new jobs cannot starve an old one.
   std::vector<ScoreJob*> ready;
   for (const auto& owned : active_) {
+    const PrefixEntry* e = owned->entry;
     // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
     // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
-    if (owned->entry != nullptr && owned->entry->decoded == owned->entry->tokens.size()) ready.push_back(owned.get());
+    if (owned->tenant == tenant && e != nullptr && e->decoded == e->tokens.size() && owned->next_branch < owned->branches.size()) {
+      ready.push_back(owned.get());
+    }
   }
-  return ready;
+  std::stable_sort(ready.begin(), ready.end(), [](const ScoreJob* a, const ScoreJob* b) { return a->last_served < b->last_served; });
+  for (ScoreJob* job : ready) {
+    if (place_next_branch(job, budget, planned)) return true;
+  }
+  return false;
 }
 
 void Scorer::forget_idle_tenants() {
@@ -350,21 +384,21 @@ void Scorer::forget_idle_tenants() {
   }
 }
 
-ScoreJob* Scorer::next_to_serve(const std::vector<ScoreJob*>& ready, const std::vector<ScoreJob*>& full) {
-  auto open = [&full](ScoreJob* j) { return j->next_branch < j->branches.size() && std::find(full.begin(), full.end(), j) == full.end(); };
-  // Least recently served tenant, then its least recently served job; ties go to the older job.
-  ScoreJob* job = nullptr;
-  for (ScoreJob* j : ready) {
-    if (!open(j)) continue;
-    if (job == nullptr) {
-      job = j;
-      continue;
+bool Scorer::next_tenant(const std::vector<uint64_t>& closed, uint64_t* tenant) {
+  bool found = false;
+  uint64_t best_served = 0;
+  // Least recently served first; ties go to the tenant of the older job.
+  for (const auto& owned : active_) {
+    const uint64_t t = owned->tenant;
+    if (std::find(closed.begin(), closed.end(), t) != closed.end()) continue;
+    const uint64_t served = tenant_served_[t];
+    if (!found || served < best_served) {
+      found = true;
+      best_served = served;
+      *tenant = t;
     }
-    const uint64_t tj = tenant_served_[j->tenant];
-    const uint64_t tb = tenant_served_[job->tenant];
-    if (tj < tb || (tj == tb && j->tenant == job->tenant && j->last_served < job->last_served)) job = j;
   }
-  return job;
+  return found;
 }
 
 void Scorer::place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned) {
@@ -380,7 +414,7 @@ void Scorer::place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& 
   budget -= n;
   job->evaluated += n;
   job->next_branch++;
-  job->last_served = tenant_served_[job->tenant] = ++serve_clock_;
+  job->last_served = ++serve_clock_;
 }
 
 bool Scorer::step() {
@@ -402,11 +436,10 @@ bool Scorer::step() {
   }
   read_out(planned);
   const auto read = std::chrono::steady_clock::now();
-  // Timed with the logits read; steps that also decoded prefix chunks would overstate a branch.
-  if (!planned.empty() && stepped.empty()) {
-    const double ms = std::chrono::duration<double, std::milli>(read - started).count() / static_cast<double>(planned.size());
-    branch_ms_ = branch_ms_ > 0.0 ? 0.8 * branch_ms_ + 0.2 * ms : ms;
-  }
+  // Timed with the logits read: a row costs its output projection and its log-softmax. A lane's
+  // first decode also pages the weights in (or warms the GPU): it says nothing of the next ones.
+  if (decodes_seen_++ > 0) cost_model_.observe(batch_.n_tokens, static_cast<int64_t>(planned.size()), std::chrono::duration<double, std::milli>(read - started).count());
+  cost_ = cost_model_.cost();
   count_step(decode_s, std::chrono::duration<double>(read - decoded).count(), planned.size());
   finish(take_active([](const ScoreJob& j) { return j.branches_done == j.branches.size(); }));
   return true;
@@ -416,11 +449,18 @@ void Scorer::plan_batch(Stepped& stepped, std::vector<Planned>& planned) {
   batch_.n_tokens = 0;
   int32_t budget = static_cast<int32_t>(opts_.n_batch);
   admit_prefixes();
-  // Prefix chunks first: a new request's prefix never waits behind another request's branches.
-  add_prefix_chunks(budget, stepped, planned);
-  const size_t max_branches = branch_ms_ > 0.0 ? std::max(opts_.min_branches_per_step, static_cast<size_t>(opts_.step_target_ms / branch_ms_))
-                                                : std::numeric_limits<size_t>::max();
-  add_branches(budget, max_branches, planned);
+  forget_idle_tenants();
+  // One piece at a time, each to the tenant served least recently: a newcomer's prefix goes into
+  // the next decode whatever another tenant has queued, and no decode runs past the step target.
+  std::vector<uint64_t> closed;  // tenants with nothing more that fits this decode
+  uint64_t tenant = 0;
+  while (budget > 0 && tokens_in_time(planned.size(), 0) > 0 && next_tenant(closed, &tenant)) {
+    if (place_piece(tenant, budget, stepped, planned)) {
+      tenant_served_[tenant] = ++serve_clock_;
+    } else {
+      closed.push_back(tenant);
+    }
+  }
 }
 
 void Scorer::end_prefix_chunks(const Stepped& stepped, bool decoded) {
@@ -485,6 +525,7 @@ void Scorer::count_step(double decode_s, double readout_s, size_t branches) {
   stats_.branches_scored += branches;
   stats_.last_batch_tokens = static_cast<uint64_t>(batch_.n_tokens);
   stats_.last_batch_branches = branches;
+  stats_.cost = cost_;
 }
 
 void Scorer::finish(std::vector<std::unique_ptr<ScoreJob>> jobs) {

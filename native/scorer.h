@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cost_model.h"
 #include "llama.h"
 
 namespace arbitra {
@@ -66,16 +67,12 @@ struct ScorerOptions {
   // is admitted only when its whole length fits, so a decode never finds the pool full. 0 = the
   // copied layout, where each prefix owns a stream and only sequences are counted.
   uint32_t prefix_cells = 0;
-  // Branches per decode are capped so that a decode takes about this long: a request arriving
-  // behind a large one waits for one such decode, not for a batch of the large one's branches.
-  // Each branch costs about the same whatever else shares its decode (its logits row over the
-  // whole vocabulary dominates on CPU), so the cap costs no throughput there; on a GPU the
-  // measured cost per branch is small and the cap does not bind.
+  // A decode is filled only while its measured cost (CostModel) stays under this, though its first
+  // piece goes whole: a request arriving behind a large one waits for one such decode, not for a
+  // batch of the large one's work. Where one branch or chunk alone takes longer (a 1.5B model on
+  // two CPU cores), each decode carries one piece; its fixed cost is then small beside it. On a
+  // GPU pieces are cheap and the batch's own bounds bind first.
   double step_target_ms = 250.0;
-  // The cap never goes below this: a decode also pays for the prefix chunks of newly arrived
-  // requests (about 100 ms under the soak bench's load on 2 cores), and at one or two branches per
-  // decode that overhead cost a quarter of the throughput.
-  size_t min_branches_per_step = 4;
 };
 
 struct ScorerStats {
@@ -92,6 +89,8 @@ struct ScorerStats {
   // engine time goes, next to what the rest of the service adds.
   double decode_seconds = 0;
   double readout_seconds = 0;
+  // What a decode costs, as fitted so far.
+  DecodeCost cost;
 
   // Totals over the engine's lanes; a last-batch figure is the largest of theirs.
   ScorerStats& operator+=(const ScorerStats& o) {
@@ -106,6 +105,8 @@ struct ScorerStats {
     cached_prefixes += o.cached_prefixes;
     decode_seconds += o.decode_seconds;
     readout_seconds += o.readout_seconds;
+    // The lane that has decoded most speaks for the engine's cost.
+    if (o.cost.observed > cost.observed) cost = o.cost;
     return *this;
   }
 };
@@ -139,7 +140,8 @@ class Scorer {
   void loop();
   // One llama_decode over as much queued work as fits; false when there was nothing to do.
   bool step();
-  // Empties the batch and fills it: prefixes admitted, their chunks, then branches.
+  // Empties the batch and fills it piece by piece (a prefix chunk or a branch), each for the
+  // tenant served least recently, until the step target, the batch or the work runs out.
   void plan_batch(Stepped& stepped, std::vector<Planned>& planned);
   // Counts a decoded chunk into its prefix, or, when the decode failed, back out of its job.
   void end_prefix_chunks(const Stepped& stepped, bool decoded);
@@ -155,21 +157,23 @@ class Scorer {
   void drop_cancelled();
   // Gives waiting jobs a prefix, tenants holding the fewest prefixes first.
   void admit_prefixes();
-  // Adds the next chunk of every admitted prefix that still has tokens to decode, and behind a last
-  // chunk its job's first branch, so a one-question request takes one decode.
-  void add_prefix_chunks(int32_t& budget, Stepped& stepped, std::vector<Planned>& planned);
-  // Adds up to max_branches branches one at a time, each to the tenant served least recently and
-  // within it to the job served least recently, so a small request behind a large one waits for one
-  // short decode, and a stream of new jobs cannot starve an old one of the same tenant.
-  void add_branches(int32_t& budget, size_t max_branches, std::vector<Planned>& planned);
-  // Jobs whose prefix is wholly decoded, in active_'s order.
-  std::vector<ScoreJob*> prefix_ready_jobs() const;
+  // Prefix sequences that jobs in progress may hold.
+  size_t prefix_slots() const { return std::max<size_t>(1, opts_.n_seq_max / 2); }
+  // More tokens this decode can take, with `more_rows` more logits rows, before its measured cost
+  // passes the step target; unbounded for the decode's first piece or while the cost is unknown.
+  int32_t tokens_in_time(size_t planned_rows, size_t more_rows) const;
+  // The tenant's next piece: a chunk of its oldest prefix still decoding, else a branch of its job
+  // served least recently. false when none fits what is left of the decode.
+  bool place_piece(uint64_t tenant, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned);
+  // The next chunk of the job's prefix, and behind a last chunk its first branch, so that a
+  // one-question request takes one decode.
+  bool place_prefix_chunk(ScoreJob* job, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned);
+  bool place_next_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned);
   void forget_idle_tenants();
-  // Of the ready jobs not yet full and with branches left, the one add_branches serves next; nullptr
-  // when none is.
-  ScoreJob* next_to_serve(const std::vector<ScoreJob*>& ready, const std::vector<ScoreJob*>& full);
+  // The tenant served least recently among those with work and not closed for this decode.
+  bool next_tenant(const std::vector<uint64_t>& closed, uint64_t* tenant);
   // Appends the job's next branch to the batch in sequence `seq`, positions following its prefix,
-  // with logits at its last token, and charges it to the job and its tenant.
+  // with logits at its last token, and charges it to the job.
   void place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
   // The prefix whose decoded tokens share the longest head with `tokens` (nullptr: none), and that
@@ -209,7 +213,9 @@ class Scorer {
   uint64_t clock_ = 0;
   uint64_t serve_clock_ = 0;                            // ticks once per branch placed
   std::unordered_map<uint64_t, uint64_t> tenant_served_;  // tenant -> when it last had a branch placed
-  double branch_ms_ = 0.0;  // moving average of a decode's milliseconds per branch; 0 = not measured yet
+  CostModel cost_model_;
+  DecodeCost cost_;  // cost_model_'s fit after the last decode
+  uint64_t decodes_seen_ = 0;
 
   std::thread thread_;
 };
