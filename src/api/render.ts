@@ -59,6 +59,11 @@ export function renderError(req: HttpRequest, err: unknown, log: ErrorLogger = d
     // The engine process is restarting or still loading; clients retry, as Retry-After tells them.
     err = new ApiError('service_unavailable', 'The model engine is not available right now; retry shortly.', {}, 2);
   }
+  if (err instanceof EngineError && err.code === 'busy') {
+    // Not this request's size but the queue it would join: the same request fits later.
+    const retry = Number(err.details.retryAfterSeconds) || 1;
+    err = new ApiError('too_many_requests', `The model engine is too busy to finish this request before its deadline; retry in about ${retry} s (${err.message}).`, { reason: 'engine_queue', retry_after_seconds: retry }, retry);
+  }
   if (err instanceof StoreUnavailableError) {
     // The database is down, unreachable or stuck: nothing was acknowledged, so the client may retry.
     // The cause is for the operator, never for the client; one line per interval, not per request.

@@ -36,7 +36,7 @@ export async function runEngineNode(config: Config, log: (line: string) => void)
   let server;
   try {
     server = await serveEngineTcp(
-      { scoreText: (request, signal) => local.scoreText(request, signal), info: () => local.info(), stats: () => local.engine.stats() },
+      { scoreText: (request, signal) => local.scoreText(request, signal), info: () => local.info(), stats: () => local.stats() },
       { ...config.listen, secret: config.engineSecret!, tls },
       log,
     );

@@ -25,6 +25,10 @@ export interface DecideOptions {
   tenant?: string;
   /** Aborts the engine work: the client left or the deadline passed. */
   signal?: AbortSignal;
+  /** Milliseconds left before the request's deadline: the engine refuses work it cannot finish in them. */
+  deadlineMs?: number;
+  /** The most prompt tokens (state once plus every branch) the request may use; absent: no cap. */
+  maxRequestTokens?: number;
 }
 
 export interface Decision {
@@ -97,6 +101,17 @@ function contextFailure(err: EngineError, opts: DecideOptions, info: EngineInfo)
   return new ValidationFailure([{ ...valueError(['body', 'state'], msg, undefined), ctx: { error: msg, max_prompt_tokens: opts.maxPromptTokens } }]);
 }
 
+/** Work the engine cannot finish before the deadline, told in the request's terms: what fits. */
+function costFailure(err: EngineError): ValidationFailure {
+  const msg = `The questions are more work than this server takes in one request: ${err.message}. Ask fewer questions or fewer debias passes in one request, or shorten the state`;
+  const d = err.details;
+  const ctx =
+    typeof d.maxRequestTokens === 'number'
+      ? { error: msg, tokens: d.tokens, max_request_tokens: d.maxRequestTokens, branches: d.branches }
+      : { error: msg, estimated_seconds: Number(d.estimatedMs) / 1000, admitted_seconds: Number(d.budgetMs) / 1000, branches: d.branches, branches_that_fit: d.branchesThatFit };
+  return new ValidationFailure([{ ...valueError(['body', 'questions'], msg, undefined), ctx }]);
+}
+
 export async function decide(req: NormalisedRequest, engine: EngineService, info: EngineInfo, opts: DecideOptions): Promise<Decision> {
   const layout = opts.layout ?? LAYOUT;
   const ctx: RenderContext = { labels: info, layout };
@@ -123,11 +138,12 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
   let result;
   try {
     result = await engine.scoreText(
-      { system: layout.system, prefix: contextBlock(req.state), branches, maxPromptTokens: opts.maxPromptTokens, tenant: opts.tenant },
+      { system: layout.system, prefix: contextBlock(req.state), branches, maxPromptTokens: opts.maxPromptTokens, tenant: opts.tenant, deadlineMs: opts.deadlineMs, maxRequestTokens: opts.maxRequestTokens },
       opts.signal,
     );
   } catch (err) {
     if (err instanceof EngineError && err.code === 'context_exceeded') throw contextFailure(err, opts, info);
+    if (err instanceof EngineError && err.code === 'too_costly') throw costFailure(err);
     throw err;
   }
 

@@ -4,8 +4,7 @@
 // themselves. A worker's relayed requests are cancelled when it asks, or when it dies.
 import type { Worker } from 'node:cluster';
 import { ENGINE_CH, isEngineMessage, wireError, type EngineState, type WorkerEngineMessage } from './ipc.js';
-import type { NativeStats } from './native.js';
-import type { EngineInfo, EngineService } from './types.js';
+import type { EngineInfo, EngineService, EngineStats } from './types.js';
 
 export interface BoardSource {
   state(): EngineState;
@@ -77,7 +76,7 @@ export interface EngineHost extends EngineService, Pick<EngineBoard, 'attach'> {
   state(): EngineState;
   restarts(): number;
   /** The engine's counters, null when it cannot answer within a second. */
-  stats(): Promise<NativeStats | null>;
+  stats(): Promise<EngineStats | null>;
   /** Stops restarting (or reconnecting to) the engine at once, then lets it go once `drained` settles (the workers' in-flight requests). */
   stop(drained?: Promise<unknown>): Promise<void>;
   /** Tells every worker the current status (after the host changed it). */

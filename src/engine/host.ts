@@ -7,9 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { engineHost, type EngineHost } from './board.js';
 import { ENGINE_CONFIG_ENV, type EngineState, type EngineStatus, type ProcessEngineMessage, type WireError } from './ipc.js';
-import type { NativeStats } from './native.js';
 import { removeEngineSocket } from './socket.js';
-import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type EngineStats, type TextScoreRequest, type TextScoreResult } from './types.js';
 
 const RESTART_BASE_MS = 500;
 const RESTART_MAX_MS = 30_000;
@@ -132,8 +131,8 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     });
   }
 
-  function stats(): Promise<NativeStats | null> {
-    return new Promise<NativeStats | null>((resolve) => {
+  function stats(): Promise<EngineStats | null> {
+    return new Promise<EngineStats | null>((resolve) => {
       const id = nextId++;
       const timer = setTimeout(() => {
         relays.delete(id);
@@ -144,7 +143,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
         {
           reply: (msg) => {
             clearTimeout(timer);
-            resolve(msg.ok ? (msg.result as NativeStats) : null);
+            resolve(msg.ok ? (msg.result as EngineStats) : null);
           },
         },
       );

@@ -35,8 +35,6 @@ export interface ScoreOutcome {
   cached: number;
 }
 
-export type EngineStats = NativeStats;
-
 const KNOWN_CODES = new Set<EngineErrorCode>(['context_exceeded', 'invalid_request', 'load_failed', 'unavailable', 'closed', 'cancelled', 'internal']);
 
 function asEngineError(err: unknown): EngineError {
@@ -80,6 +78,8 @@ async function modelFacts(modelPath: string, raw: Record<string, unknown>): Prom
     longContextSize: Number(raw.longContextSize),
     longSequences: Number(raw.longSequences),
     hasChatTemplate: Boolean(raw.hasChatTemplate),
+    prefixChunk: Number(raw.prefixChunk),
+    stepTargetMs: Number(raw.stepTargetMs),
   };
 }
 
@@ -146,7 +146,7 @@ export class LlamaEngine {
     }
   }
 
-  stats(): EngineStats {
+  stats(): NativeStats {
     return this.native.stats();
   }
 

@@ -1,11 +1,13 @@
 // The engine service in the process that owns the model: body text in, answer log-probs out. The
 // engine owns the framing: it wraps the caller's body text in the model's chat template (or the
 // plain layout) and tokenises the frame's pieces once per system text.
+import { branchesThatFit, DEADLINE_SHARE, isMeasured, WorkLedger, workMs, type DecodeCost, type DecodePlan, type WorkShape } from './admission.js';
+import { groupBranchHeads, type BranchGroup } from './branch-heads.js';
 import { promptFrame, type PromptFrame } from './frame.js';
 import { findDigitLabels, findOptionLabels, findYesNo } from './labels.js';
-import { groupBranchHeads } from './branch-heads.js';
 import { LlamaEngine, type ScoreOutcome } from './llama-engine.js';
-import { EngineError, type EngineInfo, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { EngineError, type EngineInfo, type EngineStats, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { warmUp } from './warm-up.js';
 
 /** A frame and its fixed pieces tokenised with control tokens parsed. */
 interface FrameTokens {
@@ -42,16 +44,26 @@ function logSumExp(values: number[]): number {
   return max + Math.log(values.reduce((acc, v) => acc + Math.exp(v - max), 0));
 }
 
+const seconds = (ms: number): string => (ms >= 10_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(1)} s`);
+
 export class LocalEngine implements EngineService {
   private readonly frames = new Map<string | null, FrameTokens>();
+  /** The work in hand, in estimated engine milliseconds, worn down by the time the engine spends. */
+  readonly ledger: WorkLedger;
 
   private constructor(
     readonly engine: LlamaEngine,
     private readonly engineInfo: EngineInfo,
-  ) {}
+  ) {
+    this.ledger = new WorkLedger(() => {
+      const s = engine.stats();
+      return (s.decodeSeconds + s.readoutSeconds) * 1000;
+    });
+  }
 
   static async create(modelPath: string, options: Partial<EngineOptions> = {}): Promise<LocalEngine> {
     const engine = await LlamaEngine.load(modelPath, options);
+    await warmUp(engine);
     const tokenize = (text: string) => engine.tokenize(text, { addSpecial: false, parseSpecial: false });
     const info: EngineInfo = {
       ...engine.facts,
@@ -117,7 +129,14 @@ export class LocalEngine implements EngineService {
         prefixTokens: prefix.length,
       });
     }
-    const outcome = await this.scoreGroups(prefix, suffixes, request, signal);
+    const groups = groupBranchHeads(suffixes);
+    const ticket = this.admit(request, { prefixTokens: prefix.length + groups.reduce((n, g) => n + g.head.length, 0), suffixTokens: groups.flatMap((g) => g.members.map((m) => m.rest.length)) });
+    let outcome: ScoreOutcome;
+    try {
+      outcome = await this.scoreGroups(prefix, groups, request, signal);
+    } finally {
+      this.ledger.done(ticket);
+    }
     return {
       branches: outcome.logprobs.map((lp, i) => {
         let at = 0;
@@ -130,14 +149,58 @@ export class LocalEngine implements EngineService {
     };
   }
 
+  stats(): EngineStats {
+    return { ...this.engine.stats(), workInHandMs: this.ledger.pendingMs() };
+  }
+
+  /** What a decode costs here, as the scorer has measured it so far. */
+  cost(): DecodeCost {
+    return this.engine.stats().cost;
+  }
+
+  /**
+   * Counts the work in hand, or refuses it when the engine reckons it cannot be done in the time
+   * the request has left. Until the cost of a decode is measured, everything is admitted.
+   */
+  private admit(request: TextScoreRequest, work: WorkShape): number {
+    const tokens = work.prefixTokens + work.suffixTokens.reduce((n, t) => n + t, 0);
+    if (request.maxRequestTokens && tokens > request.maxRequestTokens) {
+      throw new EngineError('too_costly', `this request runs ${tokens} prompt tokens through the model, more than this server's cap of ${request.maxRequestTokens} (ARBITRA_MAX_REQUEST_TOKENS)`, {
+        tokens,
+        maxRequestTokens: request.maxRequestTokens,
+        branches: work.suffixTokens.length,
+      });
+    }
+    const cost = this.cost();
+    const plan: DecodePlan = this.engineInfo;
+    const ms = isMeasured(cost) ? workMs(cost, work, plan) : 0;
+    const budgetMs = (request.deadlineMs ?? Infinity) * DEADLINE_SHARE;
+    const verdict = this.ledger.admit(request.tenant ?? '', ms, budgetMs);
+    if (verdict.admit) return verdict.ticket;
+    const branches = work.suffixTokens.length;
+    const details = { estimatedMs: Math.round(verdict.workMs), budgetMs: Math.round(budgetMs), branches };
+    if (verdict.reason === 'too_costly') {
+      const fit = branchesThatFit(cost, work, plan, budgetMs);
+      throw new EngineError(
+        'too_costly',
+        `this request needs about ${seconds(verdict.workMs)} of engine time on this server (${work.prefixTokens} prompt tokens shared, then ${branches} branches of ${Math.round((tokens - work.prefixTokens) / branches)} tokens on average), more than the ${seconds(budgetMs)} admission allows of the time left before its deadline; about ${fit} of the ${branches} branches would fit`,
+        { ...details, branchesThatFit: fit },
+      );
+    }
+    throw new EngineError(
+      'busy',
+      `the engine holds more work than this request could finish behind before its deadline: about ${seconds(verdict.finishMs)} with its share of the engine, against ${seconds(budgetMs)}`,
+      { ...details, finishMs: Math.round(verdict.finishMs), retryAfterSeconds: Math.max(1, Math.ceil(verdict.waitMs / 1000)) },
+    );
+  }
+
   /**
    * One engine job per group of branches that begin alike (branch-heads.ts), submitted together: the
    * engine decodes the request's prefix once and each group's head once. Reported as one job would:
    * every token evaluated, and the prefix tokens that were cached before the request.
    */
-  private async scoreGroups(prefix: Int32Array, suffixes: Int32Array[], request: TextScoreRequest, signal?: AbortSignal): Promise<ScoreOutcome> {
+  private async scoreGroups(prefix: Int32Array, groups: BranchGroup[], request: TextScoreRequest, signal?: AbortSignal): Promise<ScoreOutcome> {
     const candidates = request.branches.map((b) => Int32Array.from(b.answers.flat()));
-    const groups = groupBranchHeads(suffixes);
     const outcomes = await Promise.all(
       groups.map((g) =>
         this.engine.score(
@@ -147,7 +210,7 @@ export class LocalEngine implements EngineService {
         ),
       ),
     );
-    const logprobs: Float32Array[] = new Array(suffixes.length);
+    const logprobs: Float32Array[] = new Array(request.branches.length);
     groups.forEach((g, k) => g.members.forEach((m, j) => (logprobs[m.index] = outcomes[k]!.logprobs[j]!)));
     return {
       logprobs,

@@ -22,6 +22,8 @@ export interface NativeStats {
   /** Seconds spent in llama_decode, and reading branches' log-probs out of its logits. */
   decodeSeconds: number;
   readoutSeconds: number;
+  /** What a decode costs, fitted to the decodes so far (every part 0 until it can tell them apart). */
+  cost: { perDecodeMs: number; perTokenMs: number; perRowMs: number; decodesObserved: number };
   pending: number;
 }
 

@@ -34,7 +34,7 @@ async function main(): Promise<void> {
       running.set(msg.id, aborter);
       work = engine.scoreText(msg.payload, aborter.signal).finally(() => running.delete(msg.id));
     } else {
-      work = Promise.resolve(engine.engine.stats());
+      work = Promise.resolve(engine.stats());
     }
     work.then(
       (result) => send({ type: 'response', id: msg.id, ok: true, result }),

@@ -4,12 +4,11 @@
 // workers are told its address and connect to it directly; when it goes away they are told it is
 // down (placement then leaves it out, and with no engine left decisions get 503 with Retry-After),
 // and the connection is retried with backoff until it is back.
-import type { NativeStats } from './native.js';
 import { engineHost, type EngineHost } from './board.js';
 import type { EngineState, EngineStatus } from './ipc.js';
 import type { EngineSocket } from './socket.js';
 import { connectEngineTcp, EngineRefusedError, parseEngineAddress } from './tcp.js';
-import { EngineError, type EngineInfo, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { EngineError, type EngineInfo, type EngineStats, type TextScoreRequest, type TextScoreResult } from './types.js';
 
 const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 5_000;
@@ -109,7 +108,7 @@ export function watchRemoteEngine(opts: RemoteHostOptions): EngineHost {
     return conn.score(payload, signal);
   }
 
-  async function stats(): Promise<NativeStats | null> {
+  async function stats(): Promise<EngineStats | null> {
     if (!conn) return null;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), STATS_TIMEOUT_MS)));

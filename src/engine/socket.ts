@@ -9,19 +9,18 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { wireError, type WireError } from './ipc.js';
-import type { NativeStats } from './native.js';
-import { cancelledError, EngineError, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { cancelledError, EngineError, type EngineService, type EngineStats, type TextScoreRequest, type TextScoreResult } from './types.js';
 import { encodeFrame, FrameDecoder, packRows, unpackRows } from './wire.js';
 
 type ToEngine = { t: 'score'; id: number; request: TextScoreRequest } | { t: 'cancel'; id: number } | { t: 'stats'; id: number };
 type FromEngine =
   | ({ t: 'result'; id: number; lengths: number[] } & Omit<TextScoreResult, 'branches'>)
-  | { t: 'stats'; id: number; stats: NativeStats }
+  | { t: 'stats'; id: number; stats: EngineStats }
   | { t: 'error'; id: number; error: WireError };
 
 /** What a socket serves: scoring, and the counters when the engine has them (a remote engine's metrics). */
 export interface ServedEngine extends Pick<EngineService, 'scoreText'> {
-  stats?(): NativeStats;
+  stats?(): EngineStats;
 }
 
 export interface EngineSocketServer {
@@ -175,7 +174,7 @@ export function serveConnection(conn: net.Socket, engine: ServedEngine, log: (li
 export interface EngineSocket {
   /** Rejects with `unavailable` when the connection closes first; throws a FrameError at once when the request is too large for a frame. */
   score(request: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult>;
-  stats(): Promise<NativeStats>;
+  stats(): Promise<EngineStats>;
   readonly closed: boolean;
   /** Resolves when the connection has closed, from either end. */
   readonly done: Promise<void>;

@@ -1,4 +1,5 @@
 // The engine's contract: what the HTTP side may ask of the one process that owns the model.
+import type { NativeStats } from './native.js';
 
 /**
  * How the KV cache is laid out. `copied`: one stream per sequence, a branch copies its prefix's
@@ -82,6 +83,9 @@ export interface ModelFacts {
   /** 0 when there is no long lane. */
   longSequences: number;
   hasChatTemplate: boolean;
+  /** How the scorer cuts work into decodes: prefix tokens per decode at most, and the time a decode is filled to. */
+  prefixChunk: number;
+  stepTargetMs: number;
 }
 
 /**
@@ -124,6 +128,13 @@ export interface TextScoreRequest {
   maxPromptTokens: number;
   /** Whose request it is (an API key id): the engine shares its batches fairly between tenants. */
   tenant?: string;
+  /**
+   * Milliseconds the request has left before its deadline: work the engine reckons it cannot finish
+   * in them is refused (`too_costly`, `busy`) before any of it is done. Absent: no deadline.
+   */
+  deadlineMs?: number;
+  /** Refuse (`too_costly`) a request whose prompt tokens, its prefix once plus every suffix, exceed this; absent or 0: no cap. */
+  maxRequestTokens?: number;
 }
 
 export interface TextScoreResult {
@@ -138,7 +149,11 @@ export interface TextScoreResult {
   cachedTokens: number;
 }
 
-export type EngineErrorCode = 'context_exceeded' | 'invalid_request' | 'load_failed' | 'unavailable' | 'closed' | 'cancelled' | 'internal';
+/**
+ * `too_costly`: the work alone would outlast the time the request has; `busy`: it would fit alone,
+ * but not behind the work the engine already holds (retry later).
+ */
+export type EngineErrorCode = 'context_exceeded' | 'too_costly' | 'busy' | 'invalid_request' | 'load_failed' | 'unavailable' | 'closed' | 'cancelled' | 'internal';
 
 export class EngineError extends Error {
   constructor(
@@ -149,6 +164,12 @@ export class EngineError extends Error {
     super(message);
     this.name = 'EngineError';
   }
+}
+
+/** The scorer's counters, and the work the engine has admitted and not yet done. */
+export interface EngineStats extends NativeStats {
+  /** Estimated engine milliseconds of it, as admission reckons it. */
+  workInHandMs: number;
 }
 
 /** What the HTTP workers use; implemented in-process (tests, single process) and over IPC (cluster). */

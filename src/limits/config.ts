@@ -42,6 +42,17 @@ export interface LimitsConfig {
   maxBranches: number;
   /** Seconds a decision may run before it is cancelled and answered 504 (ARBITRA_REQUEST_DEADLINE_SECONDS, default 600); 0 means none. */
   requestDeadlineSeconds: number;
+  /**
+   * Prompt tokens one decision request may run through the model, its state once plus every
+   * branch (ARBITRA_MAX_REQUEST_TOKENS, default 0: no fixed cap, admission by cost bounds it).
+   */
+  maxRequestTokens: number;
+  /**
+   * ARBITRA_ADMISSION: `cost` (default) refuses before any work a request the engine reckons it
+   * cannot finish before the deadline (422 alone, 429 behind the queue); `off` admits everything
+   * and lets the deadline cancel it (504).
+   */
+  admission: 'cost' | 'off';
 }
 
 type PresetLimits = Pick<LimitsConfig, 'requestsPerSecond' | 'maxInFlight' | 'freeDailyDecisions' | 'monthlyCap'>;
@@ -89,6 +100,8 @@ export const LIMITS_DEFAULTS: Readonly<LimitsConfig> = Object.freeze({
   // on CPU; the scheduler shares batches fairly, but the work still has to be done.
   maxQuestions: 100,
   maxBranches: 800,
+  maxRequestTokens: 0,
+  admission: 'cost',
   // A 30,000-token state takes minutes on a 2-core CPU; past ten minutes nobody is still waiting.
   requestDeadlineSeconds: 600,
 });
@@ -121,6 +134,14 @@ export function readBool(env: NodeJS.ProcessEnv, name: string, fallback: boolean
   if (['1', 'true', 'on', 'yes'].includes(v)) return true;
   if (['0', 'false', 'off', 'no'].includes(v)) return false;
   throw new Error(`${name} must be on or off (true/false, 1/0), got ${JSON.stringify(raw)}`);
+}
+
+function readChoice<T extends string>(env: NodeJS.ProcessEnv, name: string, choices: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const v = raw.trim().toLowerCase();
+  if ((choices as readonly string[]).includes(v)) return v as T;
+  throw new Error(`${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`);
 }
 
 function readUrl(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
@@ -161,5 +182,7 @@ export function loadLimitsConfig(env: NodeJS.ProcessEnv, preset: LimitsPreset = 
     maxQuestions: readInt(env, 'ARBITRA_MAX_QUESTIONS', d.maxQuestions, 0),
     maxBranches: readInt(env, 'ARBITRA_MAX_BRANCHES', d.maxBranches, 0),
     requestDeadlineSeconds: readInt(env, 'ARBITRA_REQUEST_DEADLINE_SECONDS', d.requestDeadlineSeconds, 0),
+    maxRequestTokens: readInt(env, 'ARBITRA_MAX_REQUEST_TOKENS', d.maxRequestTokens, 0),
+    admission: readChoice(env, 'ARBITRA_ADMISSION', ['cost', 'off'] as const, d.admission),
   };
 }

@@ -3,20 +3,20 @@
 // one stats call per engine shared by the whole scrape, so no gauge is read before the numbers arrive.
 import { Counter, Gauge } from 'prom-client';
 import type { EngineState } from '../engine/ipc.js';
-import type { NativeStats } from '../engine/native.js';
+import type { EngineStats } from '../engine/types.js';
 
 export interface EngineMetricsSource {
   state(): EngineState;
   restarts(): number;
-  stats(): Promise<NativeStats | null>;
+  stats(): Promise<EngineStats | null>;
 }
 
 const SHARED_MS = 250;
 
 /** Registers the gauges over whatever `engines()` holds at scrape time; returns the relay counter's increment. */
 export function registerEngineMetrics(engines: () => readonly EngineMetricsSource[]): { relayed(engine: number): void } {
-  const shared = new Map<number, { at: number; stats: Promise<NativeStats | null> }>();
-  const statsOf = (source: EngineMetricsSource): Promise<NativeStats | null> => {
+  const shared = new Map<number, { at: number; stats: Promise<EngineStats | null> }>();
+  const statsOf = (source: EngineMetricsSource): Promise<EngineStats | null> => {
     const id = source.state().engine;
     const now = Date.now();
     let entry = shared.get(id);
@@ -42,7 +42,7 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
       },
     });
   };
-  const fromStats = (name: string, help: string, read: (s: NativeStats) => number): void =>
+  const fromStats = (name: string, help: string, read: (s: EngineStats) => number): void =>
     perEngine(name, help, async (source) => {
       const s = await statsOf(source);
       return s ? read(s) : null;
@@ -54,6 +54,10 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
   fromStats('arbitra_engine_jobs_cancelled_total', 'Scoring jobs dropped because their client left or their deadline passed', (s) => s.jobsCancelled);
   fromStats('arbitra_engine_last_batch_tokens', 'Tokens in the most recent llama_decode batch', (s) => s.lastBatchTokens);
   fromStats('arbitra_engine_last_batch_branches', 'Branches in the most recent llama_decode batch', (s) => s.lastBatchBranches);
+  fromStats('arbitra_engine_work_in_hand_seconds', 'Engine time the admitted and unfinished requests are estimated to need', (s) => s.workInHandMs / 1000);
+  fromStats('arbitra_engine_decode_fixed_ms', "A decode's fixed cost, as fitted to the engine's own decodes (0 until measured)", (s) => s.cost.perDecodeMs);
+  fromStats('arbitra_engine_decode_token_ms', 'Cost of each token in a decode, as fitted to the engine\'s own decodes (0 until measured)', (s) => s.cost.perTokenMs);
+  fromStats('arbitra_engine_decode_row_ms', 'Cost of each logits row read from a decode, as fitted to the engine\'s own decodes (0 until measured)', (s) => s.cost.perRowMs);
   fromStats('arbitra_engine_cached_prefixes', 'Prefixes kept in the KV cache', (s) => s.cachedPrefixes);
   fromStats('arbitra_engine_decode_seconds_total', 'Seconds spent in llama_decode since the engine started', (s) => s.decodeSeconds);
   fromStats('arbitra_engine_readout_seconds_total', 'Seconds spent reading log-probs out of the logits since the engine started', (s) => s.readoutSeconds);

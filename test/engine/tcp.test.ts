@@ -9,15 +9,14 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { newNonce, proofOf, verifyProof } from '../../src/engine/handshake.js';
-import type { NativeStats } from '../../src/engine/native.js';
 import { connectEngineTcp, parseEngineAddress, serveEngineTcp, type RemoteEngine } from '../../src/engine/tcp.js';
-import type { EngineInfo, TextScoreResult } from '../../src/engine/types.js';
+import type { EngineInfo, EngineStats, TextScoreResult } from '../../src/engine/types.js';
 import { encodeFrame, FrameDecoder } from '../../src/engine/wire.js';
 
 const SECRET = 'a-shared-engine-secret-0123';
 const INFO = { path: '/models/gemma-3-270m-q4_k_m.gguf', sha256: 'ab'.repeat(32), backend: 'cpu' } as EngineInfo;
 const RESULT: TextScoreResult = { branches: [[-0.25, -1.5]], promptTokens: 9, prefixTokens: 6, evaluatedTokens: 9, cachedTokens: 0 };
-const STATS = { decodes: 3, tokensEvaluated: 42, branchesScored: 2, jobsDone: 1, jobsCancelled: 0, lastBatchTokens: 9, lastBatchBranches: 1, queueDepth: 0, cachedPrefixes: 1, decodeSeconds: 0.5, readoutSeconds: 0.01, pending: 0 } satisfies NativeStats;
+const STATS = { decodes: 3, tokensEvaluated: 42, branchesScored: 2, jobsDone: 1, jobsCancelled: 0, lastBatchTokens: 9, lastBatchBranches: 1, queueDepth: 0, cachedPrefixes: 1, decodeSeconds: 0.5, readoutSeconds: 0.01, cost: { perDecodeMs: 20, perTokenMs: 0.5, perRowMs: 0.1, decodesObserved: 2 }, pending: 0, workInHandMs: 1200 } satisfies EngineStats;
 const REQUEST = { system: null, prefix: 'state\n', branches: [{ suffix: 'q?', answers: [[1], [2]] }], maxPromptTokens: 100 };
 
 const fake: RemoteEngine = {

@@ -61,7 +61,8 @@ if (cannotRun) {
   });
 
   t.test('a decision past the deadline is cancelled and answered 504; a client that leaves is cancelled too', async (t) => {
-    const server = await startServer(t.testdir(), { workers: 1, env: { ARBITRA_REQUEST_DEADLINE_SECONDS: '3', ARBITRA_MAX_QUESTIONS: '0', ARBITRA_MAX_BRANCHES: '0' } });
+    // Admission by cost would refuse this work at once (test/integration/admission.test.ts); off, the deadline cancels it.
+    const server = await startServer(t.testdir(), { workers: 1, env: { ARBITRA_REQUEST_DEADLINE_SECONDS: '3', ARBITRA_MAX_QUESTIONS: '0', ARBITRA_MAX_BRANCHES: '0', ARBITRA_ADMISSION: 'off' } });
     t.teardown(() => server.stop());
     const { secret } = await server.createKey('deadline@example.com');
     const before = await cancelledJobs(server);

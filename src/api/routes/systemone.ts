@@ -29,7 +29,7 @@ export interface SystemOneDeps {
   /** Apply the newest calibration fitted for the served model and layout (ARBITRA_CALIBRATION). */
   calibration: boolean;
   /** Retention, the per-request caps and the deadline. */
-  limits: Pick<LimitsConfig, 'retentionDays' | 'maxQuestions' | 'maxBranches' | 'requestDeadlineSeconds'>;
+  limits: Pick<LimitsConfig, 'retentionDays' | 'maxQuestions' | 'maxBranches' | 'requestDeadlineSeconds' | 'maxRequestTokens' | 'admission'>;
   /** Honour Idempotency-Key (default true). */
   idempotencyEnabled?: boolean;
   /** Clock for retention dates (tests). */
@@ -98,8 +98,12 @@ function workLimits(limits: SystemOneDeps['limits']): string {
  * One signal for "stop working on this": the client went away or the deadline (0 = none) passed;
  * why() names which, as the error to answer with.
  */
-function watchRequest(client: AbortSignal | undefined, deadlineSeconds: number): { signal: AbortSignal; why: () => ApiError; clear: () => void } {
+function watchRequest(
+  client: AbortSignal | undefined,
+  deadlineSeconds: number,
+): { signal: AbortSignal; why: () => ApiError; clear: () => void; remainingMs: () => number | undefined } {
   const stop = new AbortController();
+  const started = performance.now();
   let expired = false;
   const timer =
     deadlineSeconds > 0
@@ -119,6 +123,7 @@ function watchRequest(client: AbortSignal | undefined, deadlineSeconds: number):
             deadline_seconds: deadlineSeconds,
           })
         : new ApiError('client_closed_request', 'The client closed the connection before the decision was ready; its work was cancelled.'),
+    remainingMs: () => (deadlineSeconds > 0 ? Math.max(0, deadlineSeconds * 1000 - (performance.now() - started)) : undefined),
     clear: () => {
       clearTimeout(timer);
       client?.removeEventListener('abort', onGone);
@@ -188,6 +193,8 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
         calibration: await calibrationFor(info.sha256),
         tenant: key.id,
         signal: watch.signal,
+        deadlineMs: deps.limits.admission === 'cost' ? watch.remainingMs() : undefined,
+        maxRequestTokens: deps.limits.maxRequestTokens || undefined,
       });
     } catch (err) {
       if (err instanceof EngineError && err.code === 'cancelled') throw watch.why();

@@ -1,0 +1,57 @@
+// Admission by cost, as pure arithmetic: what work costs alone, how many branches fit a budget, and
+// how the ledger shares engine time out and refuses what cannot finish.
+import t from 'tap';
+import { branchesThatFit, workMs, WorkLedger, type DecodeCost } from '../../src/engine/admission.js';
+
+const cost: DecodeCost = { perDecodeMs: 50, perTokenMs: 5, perRowMs: 1 };
+const plan = { prefixChunk: 512, stepTargetMs: 250 };
+
+t.test('work alone: the prefix in chunks, then branches packed to the step target', async (t) => {
+  // 200 prefix tokens: one decode carrying the first branch; 40-token branches cost 201 ms, one a decode.
+  const one = workMs(cost, { prefixTokens: 200, suffixTokens: [40] }, plan);
+  t.equal(one, 50 + 5 * 240 + 1);
+  const four = workMs(cost, { prefixTokens: 200, suffixTokens: [40, 40, 40, 40] }, plan);
+  t.equal(four, 50 * 4 + 5 * (200 + 160) + 4);
+  // Short branches share decodes: 10-token branches cost 51 ms, four to a decode.
+  const short = workMs(cost, { prefixTokens: 600, suffixTokens: Array(9).fill(10) }, plan);
+  t.equal(short, 50 * (2 + 2) + 5 * (600 + 90) + 9, 'two prefix chunks, eight more branches in two decodes');
+});
+
+t.test('branches that fit a budget: the most whose work stays within it', async (t) => {
+  const work = { prefixTokens: 200, suffixTokens: Array(100).fill(40) };
+  const fit = branchesThatFit(cost, work, plan, 10_000);
+  t.ok(workMs(cost, { prefixTokens: 200, suffixTokens: Array(fit).fill(40) }, plan) <= 10_000, `${fit} fit`);
+  t.ok(workMs(cost, { prefixTokens: 200, suffixTokens: Array(fit + 1).fill(40) }, plan) > 10_000, 'one more does not');
+  t.equal(branchesThatFit(cost, work, plan, 1e9), 100, 'all of them in a large budget');
+  t.equal(branchesThatFit(cost, work, plan, 10), 0, 'none when not even the prefix fits');
+});
+
+t.test('the ledger refuses work that cannot finish alone, and work that cannot finish behind the queue', async (t) => {
+  let busy = 0;
+  const ledger = new WorkLedger(() => busy);
+  t.match(ledger.admit('a', 5_000, 4_000), { admit: false, reason: 'too_costly', workMs: 5_000 });
+  const big = ledger.admit('a', 100_000, 600_000);
+  t.ok(big.admit, 'a large job that fits its deadline');
+  // A small job of another tenant shares turns with the large one: it finishes in about twice its own time.
+  t.match(ledger.admit('b', 2_000, 3_000), { admit: false, reason: 'busy', finishMs: 4_000, waitMs: 1_000 });
+  const small = ledger.admit('b', 2_000, 5_000);
+  t.ok(small.admit, 'with room for its turns it is admitted');
+  t.equal(ledger.pendingMs(), 102_000);
+  // 3 s of engine time: 1.5 s to each tenant.
+  busy = 3_000;
+  t.equal(ledger.pendingMs(), 99_000);
+  // 2 s more: b's last 0.5 s runs out and hands the rest of its turn to a.
+  busy = 5_000;
+  t.equal(ledger.pendingMs(), 97_000);
+  if (small.admit) ledger.done(small.ticket);
+  if (big.admit) ledger.done(big.ticket);
+  t.equal(ledger.pendingMs(), 0, 'nothing in hand once both are done');
+  t.match(ledger.admit('b', 2_000, 3_000), { admit: true }, 'an idle engine admits what fits alone');
+});
+
+t.test("a tenant's own work in hand delays its new work as another tenant's does", async (t) => {
+  const ledger = new WorkLedger(() => 0);
+  ledger.admit('a', 10_000, Infinity);
+  t.match(ledger.admit('a', 1_000, 1_500), { admit: false, reason: 'busy', finishMs: 2_000 });
+  t.match(ledger.admit('a', 1_000, Infinity), { admit: true }, 'no deadline: always admitted');
+});
