@@ -57,15 +57,26 @@ async function planOf(ref: ModelRef, env: NodeJS.ProcessEnv, pinned: string | un
   return { ...plan, files: [{ ...plan.files[0]!, sha256: pinned.toLowerCase() }] };
 }
 
-function nameFor(dir: string, ref: ModelRef, plan: HubPlan, wanted: string | undefined): string {
-  const name = (wanted ?? modelNameOf(plan.files[0]!.path)).toLowerCase();
-  if (!NAME_PATTERN.test(name)) throw new PullError(`${JSON.stringify(name)} is not a usable model name (letters, digits, '.', '_' and '-'); give one with --name`);
-  if (findEntry(name)) throw new PullError(`${name} is a catalogue model's name; give another with --name`);
+/** Why `name` cannot be this reference's store name; null when it can. */
+function nameClash(dir: string, ref: ModelRef, name: string): string | null {
+  if (!NAME_PATTERN.test(name)) return `${JSON.stringify(name)} is not a usable model name (letters, digits, '.', '_' and '-')`;
+  if (findEntry(name)) return `${name} is a catalogue model's name`;
   const existing = findPulled(dir, name);
-  if (existing && existing.source.toLowerCase() !== formatRef(ref).toLowerCase()) {
-    throw new PullError(`a model named ${name} is already pulled from ${existing.source}: \`arbitra models rm ${name}\` first, or give another name with --name`);
-  }
-  return name;
+  if (existing && existing.source.toLowerCase() !== formatRef(ref).toLowerCase()) return `a model named ${name} is already pulled from ${existing.source}`;
+  return null;
+}
+
+/**
+ * The store name: the one asked for, else the file's (`qwen2.5-7b-instruct-q4_k_m`), else, when
+ * that is taken (a catalogue model, another source), the repository owner's name before it.
+ */
+function nameFor(dir: string, ref: ModelRef, plan: HubPlan, wanted: string | undefined): string {
+  const derived = modelNameOf(plan.files[0]!.path);
+  const candidates = wanted !== undefined ? [wanted.toLowerCase()] : ref.kind === 'hf' ? [derived, `${ref.repo.split('/')[0]!.toLowerCase()}-${derived}`] : [derived];
+  const clashes = candidates.map((name) => nameClash(dir, ref, name));
+  const free = candidates.findIndex((_, i) => clashes[i] === null);
+  if (free >= 0) return candidates[free]!;
+  throw new PullError(`${clashes.at(-1)!}: \`arbitra models rm ${candidates.at(-1)!}\` first, or give another name with --name`);
 }
 
 async function fetchFiles(dir: string, name: string, plan: HubPlan, opts: PullOptions, env: NodeJS.ProcessEnv): Promise<PulledFile[]> {
