@@ -90,7 +90,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--data-dir', env: 'ARBITRA_DATA_DIR', help: 'LMDB data folder (default ./data)' },
   { flag: '--store-pool', env: 'ARBITRA_STORE_POOL', help: `PostgreSQL connections per process; a node opens up to (workers + 2) times as many, and all nodes together must stay under the server's max_connections (default ${DEFAULT_STORE_POOL})` },
   { flag: '--store', env: 'ARBITRA_STORE_URL', help: 'postgres://user:password@host:port/db: keep the state in PostgreSQL, shared by every node pointed at it (needs ARBITRA_KEY_SECRET); default: LMDB in --data-dir' },
-  { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name (see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
+  { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name, pulled model name, hf:ORG/REPO[:QUANT] or URL (pulled first when missing; see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
   { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)' },
@@ -116,7 +116,9 @@ export const SERVE_SETTINGS: readonly Setting[] = [
 /** Variables without a flag (secrets stay out of the process list). */
 export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'ARBITRA_CONSOLE_TOKEN', help: 'operator secret for /v1/console/* (unset: console routes answer 503)' },
-  { env: 'ARBITRA_MODELS_DIR', help: 'folder of catalogue models (default: models/ in the package)' },
+  { env: 'ARBITRA_MODELS_DIR', help: 'folder of catalogue and pulled models (default: models/ in the package)' },
+  { env: 'HF_TOKEN', help: 'Hugging Face token for gated repositories (models pull, --model hf:...)' },
+  { env: 'HF_ENDPOINT', help: 'a Hugging Face mirror to pull from (default https://huggingface.co)' },
   { env: 'ARBITRA_MODEL_ALIASES', help: 'extra model aliases, e.g. "fast=default,eu-small=default"' },
   { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
   { env: 'ARBITRA_CALIBRATION', help: 'on: apply the newest calibration fitted by `arbitra calibrate` (default off)' },

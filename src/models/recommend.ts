@@ -46,7 +46,7 @@ export const RECOMMENDATIONS: readonly Recommendation[] = [
   { name: 'qwen2.5-32b-instruct-q4_k_m', ref: 'hf:bartowski/Qwen2.5-32B-Instruct-GGUF:Q4_K_M', gpuGiB: 24, model: 'Qwen2.5-32B-Instruct', quant: 'Q4_K_M', licence: 'Apache-2.0', paramsB: 32.5, layers: 64, kvHeads: 8, headDim: 128, trainContext: 32768, quality: NOT_MEASURED },
   { name: 'qwen2.5-32b-instruct-q8_0', ref: 'hf:bartowski/Qwen2.5-32B-Instruct-GGUF:Q8_0', gpuGiB: 48, model: 'Qwen2.5-32B-Instruct', quant: 'Q8_0', licence: 'Apache-2.0', paramsB: 32.5, layers: 64, kvHeads: 8, headDim: 128, trainContext: 32768, quality: NOT_MEASURED },
   { name: 'llama-3.3-70b-instruct-q4_k_m', ref: 'hf:bartowski/Llama-3.3-70B-Instruct-GGUF:Q4_K_M', gpuGiB: 48, model: 'Llama-3.3-70B-Instruct', quant: 'Q4_K_M', licence: 'Llama 3.3 Community License', paramsB: 70.6, layers: 80, kvHeads: 8, headDim: 128, trainContext: 131072, quality: NOT_MEASURED },
-  { name: 'llama-3.3-70b-instruct-q6_k', ref: 'hf:bartowski/Llama-3.3-70B-Instruct-GGUF:Q6_K', gpuGiB: 80, model: 'Llama-3.3-70B-Instruct (split in 2 files)', quant: 'Q6_K', licence: 'Llama 3.3 Community License', paramsB: 70.6, layers: 80, kvHeads: 8, headDim: 128, trainContext: 131072, quality: NOT_MEASURED },
+  { name: 'llama-3.3-70b-instruct-q6_k', ref: 'hf:bartowski/Llama-3.3-70B-Instruct-GGUF:Q6_K', gpuGiB: 80, model: 'Llama-3.3-70B-Instruct', quant: 'Q6_K', licence: 'Llama 3.3 Community License', paramsB: 70.6, layers: 80, kvHeads: 8, headDim: 128, trainContext: 131072, quality: NOT_MEASURED },
 ];
 
 /** About the file's size: parameters × the quant's average bits per weight. */
