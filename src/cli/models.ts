@@ -16,6 +16,11 @@ import { listPulled, removePulled, type ModelRecord } from '../models/store.js';
 
 export class ModelsUsageError extends Error {}
 
+/** Sizes in the tables: GiB to two places, MiB whole. */
+function size(bytes: number): string {
+  return bytes >= 1 << 30 ? `${(bytes / (1 << 30)).toFixed(2)} GiB` : `${(bytes / (1 << 20)).toFixed(0)} MiB`;
+}
+
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n';
@@ -26,11 +31,11 @@ function catalogueTable(dir: string): string {
   for (const e of CATALOGUE) {
     const file = path.join(dir, e.file);
     const state = isVerified(file, e.sha256) ? 'installed' : fs.existsSync(`${file}.partial`) ? 'partial (pull resumes)' : 'available';
-    rows.push([e.name + (e === DEFAULT_MODEL ? ' (default)' : ''), formatBytes(e.bytes), state, e.license, e.summary]);
+    rows.push([e.name + (e === DEFAULT_MODEL ? ' (default)' : ''), size(e.bytes), state, e.license, e.summary]);
   }
   const known = new Set(CATALOGUE.map((e) => e.file));
   const local = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.gguf') && !known.has(f)) : [];
-  for (const f of local) rows.push([f.replace(/\.gguf$/, ''), formatBytes(fs.statSync(path.join(dir, f)).size), 'local file', '?', `serve with --model ${path.join(dir, f)}`]);
+  for (const f of local) rows.push([f.replace(/\.gguf$/, ''), size(fs.statSync(path.join(dir, f)).size), 'local file', '?', `serve with --model ${path.join(dir, f)}`]);
   return table(rows);
 }
 
@@ -46,7 +51,7 @@ function pulledTable(dir: string): string {
   const rows = [['PULLED', 'SIZE', 'FILES', 'SOURCE', 'SHA256', 'WHEN']];
   for (const r of records) {
     const bytes = r.files.reduce((n, f) => n + f.bytes, 0);
-    rows.push([r.name, formatBytes(bytes), String(r.files.length), r.source, digestNote(r), r.pulledAt.slice(0, 16).replace('T', ' ')]);
+    rows.push([r.name, size(bytes), String(r.files.length), r.source, digestNote(r), r.pulledAt.slice(0, 16).replace('T', ' ')]);
   }
   for (const name of unfinished) rows.push([name, '-', '-', 'unfinished: pull again to resume, or models rm', '-', '-']);
   return table(rows);
@@ -62,7 +67,7 @@ function recommendationsTable(gpus: GpuMemory[] | null): string {
   const rows = [gpus ? [...header, 'FITS'] : header];
   const memory = gpus && gpus.length ? Math.max(...gpus.map((g) => g.bytes)) : 0;
   for (const r of RECOMMENDATIONS) {
-    const row = [r.name, r.quant, formatBytes(estimatedFileBytes(r)), `${r.gpuGiB} GiB`, r.licence, r.quality, r.ref];
+    const row = [r.name, r.quant, size(estimatedFileBytes(r)), `${r.gpuGiB} GiB`, r.licence, r.quality, r.ref];
     if (gpus) {
       const fit = memory > 0 ? engineFit(r, memory) : null;
       row.push(fit ? `yes: ${serveFlags(fit)}` : memory > 0 ? 'no' : 'no GPU found');

@@ -18,6 +18,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hashFileInto, stampVerified } from './checksum.js';
 import { statusReason } from './hub.js';
+import { readJson } from './json.js';
 import { createProgress, formatBytes, type ProgressSink } from './progress.js';
 
 const GGUF_MAGIC = Buffer.from('GGUF');
@@ -96,14 +97,6 @@ async function open(spec: DownloadSpec, from: number): Promise<Opened> {
   throw new Error(`more than ${MAX_REDIRECTS} redirects fetching ${spec.url}`);
 }
 
-function readMeta(file: string): PartialMeta | null {
-  try {
-    return JSON.parse(fs.readFileSync(file, 'utf8')) as PartialMeta;
-  } catch {
-    return null;
-  }
-}
-
 function removePartial(partial: string): void {
   fs.rmSync(partial, { force: true });
   fs.rmSync(`${partial}.json`, { force: true });
@@ -125,7 +118,7 @@ function startsLike(head: Buffer): string {
 
 /** Bytes already in the partial file that this spec may resume from (0: start over). */
 function resumable(spec: DownloadSpec, partial: string): number {
-  const meta = readMeta(`${partial}.json`);
+  const meta = readJson<PartialMeta>(`${partial}.json`);
   if (!meta || meta.url !== spec.url || meta.sha256 !== spec.sha256 || !fs.existsSync(partial)) return 0;
   const size = fs.statSync(partial).size;
   return size >= GGUF_MAGIC.length && (spec.bytes === null || size <= spec.bytes) ? size : 0;

@@ -4,18 +4,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readJson } from './json.js';
 
 interface Holder {
   pid: number;
   host: string;
-}
-
-function readHolder(file: string): Holder | null {
-  try {
-    return JSON.parse(fs.readFileSync(file, 'utf8')) as Holder;
-  } catch {
-    return null;
-  }
 }
 
 function alive(holder: Holder): boolean {
@@ -46,7 +39,7 @@ export async function withLock<T>(file: string, fn: () => Promise<T>, opts: { lo
   const deadline = Date.now() + (opts.timeoutMs ?? Infinity);
   let told = false;
   while (!tryTake(file)) {
-    const holder = readHolder(file);
+    const holder = readJson<Holder>(file);
     if (holder && !alive(holder)) {
       fs.rmSync(file, { force: true }); // stale: its process is gone
       continue;

@@ -5,6 +5,7 @@
 // against. The record is written last, so a folder without one is a pull still under way or cut off.
 import fs from 'node:fs';
 import path from 'node:path';
+import { readJson } from './json.js';
 
 export const RECORD_FILE = 'arbitra-model.json';
 
@@ -39,12 +40,8 @@ export function modelPathOf(dir: string, record: ModelRecord): string {
 }
 
 function readRecord(file: string): ModelRecord | null {
-  try {
-    const r = JSON.parse(fs.readFileSync(file, 'utf8')) as ModelRecord;
-    return typeof r.name === 'string' && Array.isArray(r.files) && r.files.length > 0 ? r : null;
-  } catch {
-    return null;
-  }
+  const r = readJson<ModelRecord>(file);
+  return r && typeof r.name === 'string' && Array.isArray(r.files) && r.files.length > 0 ? r : null;
 }
 
 /** Every pulled model, and the names of folders whose pull has not finished. */
