@@ -6,7 +6,7 @@ import path from 'node:path';
 import { findEntry } from './catalogue.js';
 import { isVerified } from './checksum.js';
 import { downloadFile } from './download.js';
-import { authHeaders, resolveHubRef, type HubPlan, type RemoteFile } from './hub.js';
+import { authHeaders, hubEndpoint, resolveHubRef, type HubPlan, type RemoteFile } from './hub.js';
 import { withLock } from './lock.js';
 import type { ProgressSink } from './progress.js';
 import { formatRef, modelNameOf, splitParts, type ModelRef } from './ref.js';
@@ -88,7 +88,9 @@ async function fetchFiles(dir: string, name: string, plan: HubPlan, opts: PullOp
       out.push({ file: path.basename(target), url: f.url, bytes: fs.statSync(target).size, sha256: f.sha256, checked: checked! });
       continue; // a part an earlier, interrupted pull finished
     }
-    const got = await downloadFile({ url: f.url, target, sha256: f.sha256, bytes: f.bytes, headers: authHeaders(env), progress: opts.progress, retries: opts.retries, retryDelayMs: opts.retryDelayMs });
+    // HF_TOKEN goes to the hub (HF_ENDPOINT) only, never to another URL's host.
+    const headers = new URL(f.url).origin === new URL(hubEndpoint(env)).origin ? authHeaders(env) : {};
+    const got = await downloadFile({ url: f.url, target, sha256: f.sha256, bytes: f.bytes, headers, progress: opts.progress, retries: opts.retries, retryDelayMs: opts.retryDelayMs });
     out.push({ file: path.basename(target), url: f.url, bytes: got.bytes, sha256: got.sha256, checked: checked ?? (got.checked === 'stated' ? 'pinned' : got.checked) });
   }
   return out;

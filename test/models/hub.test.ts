@@ -186,7 +186,10 @@ t.test('a URL: the hub headers on its redirect are checked, a pinned sha256 wins
   t.same(leftIn(path.join(dir, 'pinned')), []);
   const pinned = await pullModel(ref(plain), { ...opts, name: 'pinned', sha256: sha256(q4).toUpperCase() });
   t.equal(pinned.record.files[0]!.checked, 'pinned');
-  const unchecked = await pullModel(ref(plain), { ...opts, name: 'unchecked' });
+  hub.served.length = 0;
+  const elsewhere = { ...opts.env, HF_ENDPOINT: 'https://hub.invalid', HF_TOKEN: 'hf_secret' };
+  const unchecked = await pullModel(ref(plain), { ...opts, name: 'unchecked', env: elsewhere });
+  t.same(hub.served.map((s) => s.auth), [null], 'HF_TOKEN is not sent to a host other than the hub');
   t.equal(unchecked.record.files[0]!.checked, 'none', 'a plain URL without a pin is recorded as unchecked');
   t.equal(unchecked.record.files[0]!.sha256, sha256(q4), 'its digest is still recorded');
   await t.rejects(pullModel(ref(plain), { ...opts, name: 'qwen2.5-coder-1.5b-instruct-q4_k_m' }), /is a catalogue model's name/);
