@@ -6,7 +6,7 @@
 // Writes bench/out/quality.json, bench/out/quality-samples.jsonl (input for `arbitra calibrate
 // --file`) and the quality section of bench/RESULTS.md.
 //
-// BENCH_MODELS   catalogue names or GGUF paths, comma-separated (default: the default model)
+// BENCH_MODELS   catalogue names, pulled models' names or hf: references, or GGUF paths, comma-separated (default: the default model)
 // BENCH_METHODS  plain, permute2, permute4, prior (default: all four)
 // BENCH_LAYOUT   served (default), no-system, unsharpened, digits, ordinal: a layout to measure against the served one
 // BENCH_LIMIT    decide only the first N cases (quick checks)
@@ -23,7 +23,9 @@ import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/promp
 import { argmax } from '../src/decision/readout.js';
 import { expectation } from '../src/decision/kinds/score.js';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
-import { CATALOGUE, DEFAULT_MODEL, findEntry } from '../src/models/catalogue.js';
+import { modelIdOf } from '../src/api/routes/models.js';
+import { modelFor } from '../src/config.js';
+import { CATALOGUE, DEFAULT_MODEL } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
 import { loadCases, reversedChoices, truthIndex, type LabelledCase } from './lib/cases.js';
 import { replaceSection } from './lib/results.js';
@@ -67,10 +69,10 @@ const CONTENT_FREE = 'N/A';
 function modelPaths(): { name: string; file: string }[] {
   const names = (process.env.BENCH_MODELS ?? DEFAULT_MODEL.name).split(',').map((s) => s.trim()).filter(Boolean);
   return names.map((n) => {
-    const entry = findEntry(n);
-    const file = entry ? path.join(root, 'models', entry.file) : path.resolve(n);
-    if (!fs.existsSync(file)) throw new Error(`${file} is missing: run \`arbitra models pull ${entry?.name ?? n}\` first`);
-    return { name: entry?.name ?? path.basename(n, '.gguf'), file };
+    // The same resolution as --model: a catalogue name, a pulled model's name or hf: reference, a path.
+    const { model: file, modelEntry } = modelFor(n);
+    if (!fs.existsSync(file)) throw new Error(`${file} is missing: run \`arbitra models pull ${modelEntry?.name ?? n}\` first`);
+    return { name: modelEntry?.name ?? modelIdOf(file), file };
   });
 }
 

@@ -6,7 +6,7 @@
 // of the questions (held out), and as the mean of two readouts' distributions.
 // Writes bench/out/score-readouts.json and the "Score readouts" section of bench/RESULTS.md.
 //
-// BENCH_MODELS    a catalogue name or GGUF path (default: the default model)
+// BENCH_MODELS    a catalogue name, a pulled model's name or hf: reference, or a GGUF path (default: the default model)
 // BENCH_RUNS      readout/method pairs, comma-separated (default: every readout plain, letters also
 //                 with permute2); readouts letters, digits, ordinal; methods plain, permute2
 // BENCH_LIMIT     only the first N score questions (quick checks; not written to RESULTS.md)
@@ -19,7 +19,8 @@ import { expectation } from '../src/decision/kinds/score.js';
 import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/prompt.js';
 import { argmax, tempered } from '../src/decision/readout.js';
 import { createLocalEngine } from '../src/engine/local.js';
-import { DEFAULT_MODEL, findEntry } from '../src/models/catalogue.js';
+import { modelFor } from '../src/config.js';
+import { DEFAULT_MODEL } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
 import { loadCases, truthIndex } from './lib/cases.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
@@ -145,8 +146,7 @@ function rowOf(name: string, method: Method, ps: number[][], truths: number[], b
 
 async function main(): Promise<void> {
   const name = process.env.BENCH_MODELS ?? DEFAULT_MODEL.name;
-  const entry = findEntry(name);
-  const file = entry ? path.join(root, 'models', entry.file) : path.resolve(name);
+  const file = modelFor(name).model; // a catalogue name, a pulled model's name or hf: reference, a path
   const qs = scoreQuestions();
   const truths = qs.map((q) => q.truth);
   log(`${qs.length} score questions; runs ${planned.map((r) => `${r.readout}/${r.method}`).join(', ')}; ${threads} threads`);

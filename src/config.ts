@@ -9,6 +9,9 @@ import type { HttpImplementation } from './api/route.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
 import { limitsPreset, loadLimitsConfig, readBool, LIMITS_DEFAULTS, LIMITS_PRESETS, type LimitsConfig } from './limits/config.js';
 import { DEFAULT_MODEL, findEntry, type CatalogueEntry } from './models/catalogue.js';
+import { pulledByRef } from './models/pull.js';
+import { expectedName, ModelRefError, parseModelRef, type ModelRef } from './models/ref.js';
+import { findPulled, modelPathOf } from './models/store.js';
 import { packageRoot } from './paths.js';
 import { DEFAULT_MAX_KEYS_PER_USER } from './store/keys.js';
 import type { StoreOptions } from './store/index.js';
@@ -31,6 +34,8 @@ export interface Config {
   model: string;
   /** The catalogue model it is, fetched when missing; null for a file named by path. */
   modelEntry: CatalogueEntry | null;
+  /** An hf: reference or URL not pulled yet: pulled at start-up, before the model loads. */
+  modelPull: ModelRef | null;
   /** HTTP worker processes; 0 runs everything in one process. */
   workers: number;
   /** `--gpus`: one engine per listed device; null: one engine given every device the build sees. */
@@ -85,7 +90,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--data-dir', env: 'ARBITRA_DATA_DIR', help: 'LMDB data folder (default ./data)' },
   { flag: '--store-pool', env: 'ARBITRA_STORE_POOL', help: `PostgreSQL connections per process; a node opens up to (workers + 2) times as many, and all nodes together must stay under the server's max_connections (default ${DEFAULT_STORE_POOL})` },
   { flag: '--store', env: 'ARBITRA_STORE_URL', help: 'postgres://user:password@host:port/db: keep the state in PostgreSQL, shared by every node pointed at it (needs ARBITRA_KEY_SECRET); default: LMDB in --data-dir' },
-  { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name (see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
+  { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name, pulled model name, hf:ORG/REPO[:QUANT] or URL (pulled first when missing; see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
   { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)' },
@@ -111,7 +116,9 @@ export const SERVE_SETTINGS: readonly Setting[] = [
 /** Variables without a flag (secrets stay out of the process list). */
 export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'ARBITRA_CONSOLE_TOKEN', help: 'operator secret for /v1/console/* (unset: console routes answer 503)' },
-  { env: 'ARBITRA_MODELS_DIR', help: 'folder of catalogue models (default: models/ in the package)' },
+  { env: 'ARBITRA_MODELS_DIR', help: 'folder of catalogue and pulled models (default: models/ in the package)' },
+  { env: 'HF_TOKEN', help: 'Hugging Face token for gated repositories (models pull, --model hf:...)' },
+  { env: 'HF_ENDPOINT', help: 'a Hugging Face mirror to pull from (default https://huggingface.co)' },
   { env: 'ARBITRA_MODEL_ALIASES', help: 'extra model aliases, e.g. "fast=default,eu-small=default"' },
   { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
   { env: 'ARBITRA_CALIBRATION', help: 'on: apply the newest calibration fitted by `arbitra calibrate` (default off)' },
@@ -169,7 +176,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   };
 
   const host = raw('--host')?.value ?? '127.0.0.1';
-  const { model, modelEntry } = modelFor(raw('--model')?.value, env);
+  const { model, modelEntry, modelPull } = modelFor(raw('--model')?.value, env);
   const engine: Partial<EngineOptions> = {};
   const engineKnobs: [string, 'contextSize' | 'threads' | 'maxSequences' | 'batchSize' | 'kvCells', number][] = [
     ['--kv-cells', 'kvCells', 1 << 24],
@@ -246,6 +253,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     keySecret,
     model,
     modelEntry,
+    modelPull,
     workers,
     gpus,
     engines,
@@ -271,10 +279,33 @@ export function modelsDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.ARBITRA_MODELS_DIR ? path.resolve(env.ARBITRA_MODELS_DIR) : path.join(packageRoot(), 'models');
 }
 
-/** The model a --model value names: a catalogue entry (the default when absent) or a file path. */
-export function modelFor(value: string | undefined, env: NodeJS.ProcessEnv = process.env): { model: string; modelEntry: CatalogueEntry | null } {
+export interface ModelChoice {
+  /** The GGUF file to load (part 1 of a split model); for a pull still to come, where it will most likely land. */
+  model: string;
+  modelEntry: CatalogueEntry | null;
+  modelPull: ModelRef | null;
+}
+
+/**
+ * The model a --model value names, without the network: a catalogue entry (the default when
+ * absent), a pulled model by its name, an `hf:` reference or URL (the pulled model when a pull by
+ * it finished, else a pull to make at start-up), or a file path.
+ */
+export function modelFor(value: string | undefined, env: NodeJS.ProcessEnv = process.env): ModelChoice {
   const entry = value === undefined ? DEFAULT_MODEL : findEntry(value);
-  return entry ? { model: path.join(modelsDir(env), entry.file), modelEntry: entry } : { model: path.resolve(value!), modelEntry: null };
+  const dir = modelsDir(env);
+  if (entry) return { model: path.join(dir, entry.file), modelEntry: entry, modelPull: null };
+  let ref: ModelRef | null;
+  try {
+    ref = parseModelRef(value!);
+  } catch (err) {
+    if (err instanceof ModelRefError) throw new ConfigError(`--model: ${err.message}`);
+    throw err;
+  }
+  const pulled = ref ? pulledByRef(dir, ref) : findPulled(dir, value!);
+  if (pulled) return { model: modelPathOf(dir, pulled), modelEntry: null, modelPull: null };
+  if (ref) return { model: path.join(dir, expectedName(ref), `${expectedName(ref)}.gguf`), modelEntry: null, modelPull: ref };
+  return { model: path.resolve(value!), modelEntry: null, modelPull: null };
 }
 
 function parseAliases(text: string | undefined): Record<string, string> {

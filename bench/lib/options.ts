@@ -6,7 +6,7 @@ import { modelFor } from '../../src/config.js';
 import { packageRoot } from '../../src/paths.js';
 
 const COMMON = {
-  /** A catalogue name or a GGUF path; default the service's default model, what users serve. */
+  /** What --model takes (a catalogue name, a pulled model's name or hf: reference, a GGUF path); default the service's default model, what users serve. */
   model: { type: 'string' },
   /** Print the RESULTS.md section instead of writing it (trial runs). */
   'no-write': { type: 'boolean', default: false },

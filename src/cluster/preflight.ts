@@ -4,7 +4,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { ensureModel } from '../models/fetch.js';
-import { storeOptions, type Config } from '../config.js';
+import { pullModel } from '../models/pull.js';
+import { formatRef } from '../models/ref.js';
+import { modelsDir, storeOptions, type Config } from '../config.js';
 import { openStore, type Store } from '../store/index.js';
 import { isPostgresUrl } from '../store/postgres/index.js';
 
@@ -54,8 +56,22 @@ export async function prepareStore(config: Config): Promise<void> {
   await (await openConfiguredStore(config)).close();
 }
 
-/** The model file to load: a catalogue model, fetched when missing, or a named file, which must exist. */
+/**
+ * The model file to load: a catalogue model, fetched when missing; an hf: reference or URL, pulled
+ * first when it is not in the store yet; or a named file, which must exist.
+ */
 export async function resolveModel(config: Config, log: (line: string) => void): Promise<string> {
+  if (config.modelPull) {
+    const source = formatRef(config.modelPull);
+    log(`model ${source} is not pulled yet: pulling it into ${modelsDir()} before loading`);
+    try {
+      const { record, path: file } = await pullModel(config.modelPull, { dir: modelsDir(), progress: { log } });
+      log(`model ${source} pulled as ${record.name} (${file}); later starts use it without the network`);
+      return file;
+    } catch (err) {
+      throw new StartupError(`cannot pull the model ${source}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
   if (config.modelEntry) {
     try {
       return await ensureModel(config.modelEntry, path.dirname(config.model), log);

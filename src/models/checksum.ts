@@ -1,13 +1,17 @@
 // A model file's sha256, computed once and remembered in a stamp beside it (`<file>.sha256`:
 // digest, size and mtime), so a restart does not hash a gigabyte again. Calibrations are bound to
 // this digest, so they never apply to another model that happens to share a file name.
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 
 export async function sha256File(file: string): Promise<string> {
-  const hash = createHash('sha256');
+  return (await hashFileInto(createHash('sha256'), file)).digest('hex');
+}
+
+/** Feeds a file's bytes to a running hash (a resumed download hashes what it already has). */
+export async function hashFileInto(hash: Hash, file: string): Promise<Hash> {
   for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+  return hash;
 }
 
 function stampLine(file: string, sha256: string): string {

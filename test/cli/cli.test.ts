@@ -55,9 +55,10 @@ t.test('usage and configuration errors are one line and exit 2', async (t) => {
     [['keys', 'create', '--email', 'not-an-email'], {}, /not a valid email/],
     [['keys', 'rotate'], {}, /unknown keys command "rotate"/],
     [['keys', 'revoke'], {}, /keys revoke needs a key ID/],
-    [['models', 'pull'], {}, /models pull needs a name: qwen2\.5-coder-1\.5b-instruct-q4_k_m, gemma-3-270m-q4_k_m, smollm2-135m-instruct-q4_1/],
+    [['models', 'pull'], {}, /models pull needs hf:ORG\/REPO\[:QUANT\], hf:ORG\/REPO\/FILE\.gguf, a URL, or a catalogue name: qwen2\.5-coder-1\.5b-instruct-q4_k_m, gemma-3-270m-q4_k_m, smollm2-135m-instruct-q4_1/],
     [['models', 'pull', 'llama-70b'], {}, /no catalogue model named "llama-70b"/],
-    [['models', 'rm'], {}, /unknown models command "rm"/],
+    [['models', 'rm'], {}, /models rm needs the name of a model/],
+    [['models', 'remove'], {}, /unknown models command "remove"; use list, pull or rm/],
     [['calibrate', '--model'], {}, /--model needs a value/],
     [['serve'], { ARBITRA_CALIBRATION: 'sometimes' }, /ARBITRA_CALIBRATION must be on or off/],
   ];

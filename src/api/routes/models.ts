@@ -8,6 +8,7 @@ import { ModelsListResponse, type ModelInfo } from '../schemas/models.js';
 import { promptCapacity, type EngineService } from '../../engine/types.js';
 import type { Route } from '../route.js';
 import type { KeyStore } from '../../store/types.js';
+import { modelNameOf } from '../../models/ref.js';
 
 export const BUILTIN_ALIASES = ['jev-latest', 'jev-preview', 'default'] as const;
 
@@ -26,9 +27,9 @@ export interface ModelCatalog {
  * @param modelPath the GGUF file the engine loads
  * @param extraAliases alias → target, where the target is "default", the id, or another alias
  */
-/** The id a model file is served under: its file name, lower case, without ".gguf". */
+/** The id a model file is served under: its file name, lower case, without ".gguf" (or a split model's part suffix). */
 export function modelIdOf(modelPath: string): string {
-  return path.basename(modelPath).replace(/\.gguf$/i, '').toLowerCase();
+  return modelNameOf(path.basename(modelPath));
 }
 
 export function createModelCatalog(modelPath: string, extraAliases: Record<string, string> = {}): ModelCatalog {
