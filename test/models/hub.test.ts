@@ -213,7 +213,7 @@ t.test('on a small filesystem: refused before writing when the size is stated, E
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mount], { stdio: 'ignore' });
   } catch {
     fs.rmdirSync(mount);
-    t.pass('skipped: mounting a tmpfs needs root; the /dev/full test covers ENOSPC');
+    t.plan(0, 'mounting a tmpfs needs root; the /dev/full test covers ENOSPC');
     return;
   }
   t.teardown(() => {
