@@ -9,8 +9,9 @@ import { SystemOneRequest, SystemOneResponse, type RetentionInfo, type Usage } f
 import { validateSystemOneRequest } from '../schemas/systemone-validate.js';
 import { findInlineImage, readSystemOneBody, refuseImages, validateAssets } from '../assets.js';
 import type { ModelCatalog } from './models.js';
-import { decide, LONG_CONTEXT_HEADER, overCaps, refusedPreviews } from '../../decision/decide.js';
-import { EngineError, promptCapacity, type EngineService } from '../../engine/types.js';
+import { decide, LONG_CONTEXT_HEADER, overCaps, refusedPreviews, type Decision } from '../../decision/decide.js';
+import type { NormalisedRequest } from '../../decision/normalise.js';
+import { EngineError, promptCapacity, type EngineInfo, type EngineService } from '../../engine/types.js';
 import type { LimitsConfig } from '../../limits/config.js';
 import type { FormPart } from '../multipart.js';
 import type { HttpRequest, HttpResponse, Route } from '../route.js';
@@ -150,14 +151,8 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
     return applied;
   }
 
-  async function handle(req: HttpRequest): Promise<HttpResponse> {
-    const key: ApiKeyRecord = await authenticate(req, deps.store.keys);
-    const { body, parts } = readSystemOneBody(req);
-    const request = validateSystemOneRequest(body);
-    const fields = body as Record<string, unknown>;
-    const images = validateAssets(fields, parts);
-    const model = deps.models.resolve(request.model);
-    if (model === null) throw deps.models.unknown(request.model!);
+  /** Everything the request asks that this server will not do, as one 422; nothing when it asks none. */
+  function refuseWhatCannotBeServed(req: HttpRequest, request: NormalisedRequest, fields: Record<string, unknown>, images: ReturnType<typeof validateAssets>): void {
     // No engine build here has an image encoder, so opting in only changes which refusal is given;
     // box questions are refused with the images, so one 422 names everything the model cannot see.
     const refused = [
@@ -166,28 +161,30 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       ...overCaps(request, { questions: deps.limits.maxQuestions, branches: deps.limits.maxBranches }),
     ];
     if (refused.length > 0) throw new ValidationFailure(refused);
-    const info = await deps.engine.info();
+  }
+
+  /** The stored response of an earlier call with this Idempotency-Key, or null to go on deciding. */
+  async function earlierAnswer(key: ApiKeyRecord, idemKey: string | null, bodyHash: string): Promise<HttpResponse | null> {
+    if (!idemKey) return null;
+    const found = await deps.store.idempotency.lookup(key.id, idemKey, bodyHash);
+    if (found.status === 'hit') return replay(found.response, found.responseStatus);
+    if (found.status === 'conflict') {
+      throw new ApiError('conflict', 'This Idempotency-Key was already used with a different request body; send a new key for a new request.', {
+        idempotency_key: idemKey,
+      });
+    }
+    return null;
+  }
+
+  /** The decision, inside the key's gate and the request's deadline; a cancelled one says why. */
+  async function decideInTime(req: HttpRequest, key: ApiKeyRecord, request: NormalisedRequest, info: EngineInfo): Promise<Decision> {
     const longContext = headerOn(req, LONG_CONTEXT_HEADERS);
     const modelLimit = promptCapacity(info);
     const maxPromptTokens = longContext ? modelLimit : Math.min(deps.contextTokens ?? modelLimit, modelLimit);
-
-    const idemKey = idempotencyOn ? idempotencyKey(req) : null;
-    const bodyHash = idemKey ? requestHash(body, parts) : '';
-    if (idemKey) {
-      const found = await deps.store.idempotency.lookup(key.id, idemKey, bodyHash);
-      if (found.status === 'hit') return replay(found.response, found.responseStatus);
-      if (found.status === 'conflict') {
-        throw new ApiError('conflict', 'This Idempotency-Key was already used with a different request body; send a new key for a new request.', {
-          idempotency_key: idemKey,
-        });
-      }
-    }
-
     const admission = await deps.gate.admit(key);
     const watch = watchRequest(req.signal, deps.limits.requestDeadlineSeconds);
-    let decision;
     try {
-      decision = await decide(request, deps.engine, info, {
+      return await decide(request, deps.engine, info, {
         maxPromptTokens,
         longContext,
         calibration: await calibrationFor(info.sha256),
@@ -203,21 +200,10 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       watch.clear();
       await admission.release();
     }
-    const charge = await deps.gate.meter(key, { inputTokens: decision.usage.input_tokens, outputTokens: decision.usage.output_tokens });
-    const usage: Usage = charge ? { ...decision.usage, cost_eur: charge.cost_eur, cost_currency: charge.cost_currency } : decision.usage;
+  }
 
-    const id = `so_${randomUUID().replaceAll('-', '')}`;
-    const created = now();
-    const retention: RetentionInfo | null = request.options.retain
-      ? {
-          retained: true,
-          retention_days: deps.limits.retentionDays,
-          retention_until: new Date(created.getTime() + deps.limits.retentionDays * 86_400_000).toISOString(),
-          pseudonym_id: deps.store.retention.pseudonym(key.id),
-          region: 'eu',
-        }
-      : null;
-    const response: SystemOneResponse = {
+  function responseBody(req: HttpRequest, id: string, model: string, info: EngineInfo, decision: Decision, usage: Usage, retention: RetentionInfo | null): SystemOneResponse {
+    return {
       id,
       model,
       answers: decision.answers,
@@ -238,6 +224,42 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
       },
       retention,
     };
+  }
+
+  function retentionOf(key: ApiKeyRecord, created: Date): RetentionInfo {
+    return {
+      retained: true,
+      retention_days: deps.limits.retentionDays,
+      retention_until: new Date(created.getTime() + deps.limits.retentionDays * 86_400_000).toISOString(),
+      pseudonym_id: deps.store.retention.pseudonym(key.id),
+      region: 'eu',
+    };
+  }
+
+  async function handle(req: HttpRequest): Promise<HttpResponse> {
+    const key: ApiKeyRecord = await authenticate(req, deps.store.keys);
+    const { body, parts } = readSystemOneBody(req);
+    const request = validateSystemOneRequest(body);
+    const fields = body as Record<string, unknown>;
+    const images = validateAssets(fields, parts);
+    const model = deps.models.resolve(request.model);
+    if (model === null) throw deps.models.unknown(request.model!);
+    refuseWhatCannotBeServed(req, request, fields, images);
+    const info = await deps.engine.info();
+
+    const idemKey = idempotencyOn ? idempotencyKey(req) : null;
+    const bodyHash = idemKey ? requestHash(body, parts) : '';
+    const earlier = await earlierAnswer(key, idemKey, bodyHash);
+    if (earlier) return earlier;
+
+    const decision = await decideInTime(req, key, request, info);
+    const charge = await deps.gate.meter(key, { inputTokens: decision.usage.input_tokens, outputTokens: decision.usage.output_tokens });
+    const usage: Usage = charge ? { ...decision.usage, cost_eur: charge.cost_eur, cost_currency: charge.cost_currency } : decision.usage;
+
+    const id = `so_${randomUUID().replaceAll('-', '')}`;
+    const created = now();
+    const retention = request.options.retain ? retentionOf(key, created) : null;
+    const response = responseBody(req, id, model, info, decision, usage, retention);
     if (retention) {
       await deps.store.retention.put({
         id,
