@@ -1,6 +1,7 @@
 // The engine service in the process that owns the model: body text in, answer log-probs out. The
 // engine owns the framing: it wraps the caller's body text in the model's chat template (or the
 // plain layout) and tokenises the frame's pieces once per system text.
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import { branchesThatFit, DEADLINE_SHARE, isMeasured, WorkLedger, workMs, type DecodeCost, type DecodePlan, type WorkShape } from './admission.js';
 import { groupBranchHeads, type BranchGroup } from './branch-heads.js';
 import { promptFrame, type PromptFrame } from './frame.js';
@@ -201,6 +202,9 @@ export class LocalEngine implements EngineService {
    */
   private async scoreGroups(prefix: Int32Array, groups: BranchGroup[], request: TextScoreRequest, signal?: AbortSignal): Promise<ScoreOutcome> {
     const candidates = request.branches.map((b) => Int32Array.from(b.answers.flat()));
+    // Each group's job listens for the abort and stops listening when it settles: a request of many
+    // questions holds more listeners at once than the 10 Node warns of, and leaks none.
+    if (signal) setMaxListeners(Math.max(getMaxListeners(signal), groups.length + 1), signal);
     const outcomes = await Promise.all(
       groups.map((g) =>
         this.engine.score(
