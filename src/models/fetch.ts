@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { CatalogueEntry } from './catalogue.js';
 import { isVerified, sha256File, stampVerified } from './checksum.js';
+import { readJson } from './json.js';
 
 interface Progress {
   sha256: string;
@@ -31,12 +32,9 @@ function python(): string {
 }
 
 function readProgress(file: string, entry: CatalogueEntry): Progress {
-  try {
-    const p = JSON.parse(fs.readFileSync(file, 'utf8')) as Progress;
-    if (p.sha256 === entry.sha256 && Number.isInteger(p.chunks) && Number.isInteger(p.bytes)) return p;
-  } catch {
-    // no usable progress: start over
-  }
+  const p = readJson<Progress>(file);
+  if (p && p.sha256 === entry.sha256 && Number.isInteger(p.chunks) && Number.isInteger(p.bytes)) return p;
+  // no usable progress: start over
   return { sha256: entry.sha256, chunks: 0, bytes: 0 };
 }
 
