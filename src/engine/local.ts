@@ -50,7 +50,7 @@ const seconds = (ms: number): string => (ms >= 10_000 ? `${Math.round(ms / 1000)
 export class LocalEngine implements EngineService {
   private readonly frames = new Map<string | null, FrameTokens>();
   /** The work in hand, in estimated engine milliseconds, worn down by the time the engine spends. */
-  readonly ledger: WorkLedger;
+  private readonly ledger: WorkLedger;
 
   private constructor(
     readonly engine: LlamaEngine,
@@ -155,7 +155,7 @@ export class LocalEngine implements EngineService {
   }
 
   /** What a decode costs here, as the scorer has measured it so far. */
-  cost(): DecodeCost {
+  private cost(): DecodeCost {
     return this.engine.stats().cost;
   }
 

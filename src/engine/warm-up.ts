@@ -7,14 +7,18 @@ const TEXT =
   'A short paragraph of ordinary prose, tokenised once and cut to the lengths each decode needs. ' +
   'Its words do not matter, only how many tokens the model runs through in each decode. ';
 
-function tokens(engine: LlamaEngine, n: number): Int32Array {
+/** The longest piece the warm-up decodes. */
+const LONGEST = 200;
+
+/** TEXT repeated until it is at least LONGEST tokens, tokenised once; every piece is a cut of it. */
+function prose(engine: LlamaEngine): Int32Array {
   let text = TEXT;
   let ids = engine.tokenize(text);
-  while (ids.length < n) {
+  while (ids.length < LONGEST) {
     text += TEXT;
     ids = engine.tokenize(text);
   }
-  return ids.subarray(0, n);
+  return ids;
 }
 
 /**
@@ -22,11 +26,12 @@ function tokens(engine: LlamaEngine, n: number): Int32Array {
  * counted, then (200, 1), (48, 6) and (40, 1).
  */
 export async function warmUp(engine: LlamaEngine): Promise<void> {
-  const prefix = tokens(engine, 16);
-  const candidates = tokens(engine, 1);
-  const branches = (count: number, n: number) => Array.from({ length: count }, () => ({ suffix: tokens(engine, n), candidates }));
+  const ids = prose(engine);
+  const prefix = ids.subarray(0, 16);
+  const candidates = ids.subarray(0, 1);
+  const branches = (count: number, n: number) => Array.from({ length: count }, () => ({ suffix: ids.subarray(0, n), candidates }));
   await engine.score(prefix, branches(1, 4));
-  await engine.score(prefix, branches(1, 200));
+  await engine.score(prefix, branches(1, LONGEST));
   await engine.score(prefix, branches(6, 8));
   await engine.score(prefix, branches(1, 40));
 }
