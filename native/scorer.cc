@@ -422,6 +422,7 @@ bool Scorer::step() {
   if (active_.empty()) return true;
   std::vector<Planned> planned;
   Stepped stepped;
+  const auto planning = std::chrono::steady_clock::now();
   plan_batch(stepped, planned);
   if (batch_.n_tokens == 0) return false;
 
@@ -436,9 +437,11 @@ bool Scorer::step() {
   }
   read_out(planned);
   const auto read = std::chrono::steady_clock::now();
-  // Timed with the logits read: a row costs its output projection and its log-softmax. A lane's
-  // first decode also pages the weights in (or warms the GPU): it says nothing of the next ones.
-  if (decodes_seen_++ > 0) cost_model_.observe(batch_.n_tokens, static_cast<int64_t>(planned.size()), std::chrono::duration<double, std::milli>(read - started).count());
+  // Timed from planning to the logits read, as a request waits for it: a row costs its prefix's KV
+  // copy (the copied layout copies a whole stream per branch), its output projection and its
+  // log-softmax. A lane's first decode also pages the weights in (or warms the GPU): it says
+  // nothing of the next ones.
+  if (decodes_seen_++ > 0) cost_model_.observe(batch_.n_tokens, static_cast<int64_t>(planned.size()), std::chrono::duration<double, std::milli>(read - planning).count());
   cost_ = cost_model_.cost();
   count_step(decode_s, std::chrono::duration<double>(read - decoded).count(), planned.size());
   finish(take_active([](const ScoreJob& j) { return j.branches_done == j.branches.size(); }));
