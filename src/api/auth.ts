@@ -3,6 +3,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError, ValidationFailure } from './errors.js';
 import type { HttpRequest } from './route.js';
+import { CSRF_HEADER, crossOrigin, sessionCookie, sessionsFor, type ConsoleSession } from './console-session.js';
 import type { ApiKeyRecord, KeyStore } from '../store/types.js';
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -34,7 +35,7 @@ export function isValidEmail(value: string): boolean {
   return value.length <= 254 && EMAIL_RE.test(value);
 }
 
-function sameSecret(given: string, expected: string): boolean {
+export function sameSecret(given: string, expected: string): boolean {
   // Digests first, so the comparison takes the same time whatever the lengths.
   const a = createHash('sha256').update(given).digest();
   const b = createHash('sha256').update(expected).digest();
@@ -44,16 +45,13 @@ function sameSecret(given: string, expected: string): boolean {
 /**
  * The console caller: X-Arbitra-Console-Token (or X-TypeSafe-Console-Token) must equal the
  * operator's ARBITRA_CONSOLE_TOKEN, and X-Arbitra-User-Email (or X-TypeSafe-User-Email) names the
- * user. With no console token configured the console is closed (503), never open.
+ * user; or, from the browser console, a signed-in session cookie with its CSRF header. With no
+ * console token configured the console is closed (503), never open.
  */
 export function consoleIdentity(req: HttpRequest, consoleToken: string | undefined): ConsoleIdentity {
-  if (consoleToken === undefined || consoleToken === '') {
-    throw new ApiError(
-      'service_unavailable',
-      'Console routes are disabled: the operator has not configured ARBITRA_CONSOLE_TOKEN.',
-    );
-  }
+  if (consoleToken === undefined || consoleToken === '') throw consoleClosed();
   const given = req.headers['x-arbitra-console-token'] ?? req.headers['x-typesafe-console-token'];
+  if ((given === undefined || given === '') && sessionCookie(req) !== undefined) return sessionIdentity(req, consoleToken);
   if (given === undefined || given === '') {
     throw new ApiError(
       'authentication_error',
@@ -81,4 +79,33 @@ export function consoleIdentity(req: HttpRequest, consoleToken: string | undefin
     ]);
   }
   return { email };
+}
+
+/** The 503 of a console whose operator has set no console token, saying how to open it. */
+export function consoleClosed(): ApiError {
+  return new ApiError(
+    'service_unavailable',
+    'Console routes are disabled: the operator has not configured ARBITRA_CONSOLE_TOKEN. Set it (at least 16 characters) in the environment of arbitra serve and restart it.',
+  );
+}
+
+/** The signed-in browser session of this request, or a 401 saying to sign in again. */
+export function consoleSession(req: HttpRequest, consoleToken: string): ConsoleSession {
+  const value = sessionCookie(req);
+  const session = value === undefined ? null : sessionsFor(consoleToken).read(value, Date.now());
+  if (!session) throw new ApiError('authentication_error', 'Not signed in to the console, or the session has ended: sign in again at /console.');
+  return session;
+}
+
+/**
+ * A browser session standing in for the console headers. It counts only with its CSRF header and
+ * from this site's own pages, so another site cannot borrow the cookie.
+ */
+function sessionIdentity(req: HttpRequest, consoleToken: string): ConsoleIdentity {
+  const session = consoleSession(req, consoleToken);
+  if (crossOrigin(req)) throw new ApiError('forbidden', 'Console requests from another site are refused.');
+  if (!sessionsFor(consoleToken).csrfMatches(session, req.headers[CSRF_HEADER])) {
+    throw new ApiError('forbidden', `Missing or wrong ${CSRF_HEADER} header: the console session's requests must carry the CSRF token given at sign-in.`);
+  }
+  return { email: session.email };
 }
