@@ -11,7 +11,9 @@ import { systemoneRoutes } from './api/routes/systemone.js';
 import { tracesRoutes } from './api/routes/traces.js';
 import { waitlistRoutes } from './api/routes/waitlist.js';
 import type { Config } from './config.js';
+import { consolePageRoutes } from './console/page.js';
 import { consoleRoutes } from './console/routes.js';
+import { consoleSessionRoutes } from './console/session-routes.js';
 import type { EngineState } from './engine/ipc.js';
 import type { EngineService } from './engine/types.js';
 import { createHttpApp } from './http/pipeline.js';
@@ -79,9 +81,11 @@ export function buildRoutes(deps: AppDeps): Route[] {
     ...retentionRoutes(deps),
     ...waitlistRoutes(deps),
     ...consoleRoutes(deps),
+    ...consoleSessionRoutes(deps),
   ];
   routes.push(...openapiRoutes({ routes: () => routes }));
-  return routes;
+  // The console's page and assets are not part of the API, so not of its document.
+  return [...routes, ...consolePageRoutes()];
 }
 
 /** The HttpApp both transports serve: every route, the body limit, HTTP metrics. */

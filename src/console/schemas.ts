@@ -100,3 +100,32 @@ export const VerificationTokenUseResponse = Type.Object({
 });
 
 export type ApiKeyListItemT = Static<typeof ApiKeyListItem>;
+
+export const ConsoleSignIn = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 1024, description: "The operator's console token (ARBITRA_CONSOLE_TOKEN)." }),
+  email: Type.String({ minLength: 3, maxLength: 254, description: 'The console user to act as.' }),
+});
+
+export const ConsoleSessionResponse = Type.Object({
+  email: Type.String(),
+  csrf: Type.String({ description: 'Send as X-Arbitra-CSRF on every console request made with the session cookie.' }),
+  expires_at: Type.String({ format: 'date-time' }),
+});
+
+export const ConsoleModelFacts = Type.Object({
+  id: Type.String(),
+  aliases: Type.Array(Type.String()),
+  description: Type.String(),
+  architecture: Type.String(),
+  parameters: Type.Integer(),
+  quant_method: Type.String(),
+  quant_bits: Type.Union([Type.Integer(), Type.Null()]),
+  context_tokens: Type.Integer({ description: 'The longest prompt the engine takes.' }),
+  backend: Type.String(),
+  gpu_memory_mb: Type.Union([Type.Integer(), Type.Null()]),
+  file_size: Type.Integer(),
+  file_modified: Type.String(),
+  llama_build: Type.String(),
+  threads: Type.Integer(),
+  prompt_frame: Type.String(),
+});
