@@ -104,6 +104,8 @@ function buildTypeScript() {
   }
   log('compiling TypeScript');
   run(process.execPath, [tsc, '-p', 'tsconfig.json']);
+  log('building the browser console');
+  run(process.execPath, [path.join(root, 'scripts', 'build-web.mjs')]);
 }
 
 try {
