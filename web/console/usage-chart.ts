@@ -24,7 +24,8 @@ export function drawUsageChart(container: HTMLElement, data: DailySeries): () =>
     // The days are UTC days: label them in UTC, not in the browser's zone.
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
     scales: {
-      x: { time: true },
+      // Half a day either side, so the first and last days' bars are drawn whole.
+      x: { time: true, range: (_u, min, max) => [min - 43_200, max + 43_200] },
       y: { range: (_u, _min, max) => [0, Math.max(1, max)] },
     },
     axes: [{ stroke: '#3e4c59' }, { stroke: '#3e4c59', values: wholeNumbers }],
