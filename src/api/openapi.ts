@@ -4,6 +4,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { ERROR_CODES } from './errors.js';
 import { API_VERSION } from './render.js';
 import { ACCEPTED_CODINGS, BODY_METHODS, type Route } from './route.js';
+import { ALSO_STATUSES } from './schemas/common.js';
 
 const ValidationError = Type.Object({
   loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
@@ -54,13 +55,6 @@ const ERROR_STATUSES_BY_AUTH: Record<string, number[]> = {
   console: [401, 503],
   none: [],
 };
-
-/**
- * Statuses besides 200 that answer with a route's own response body, named on the response schema
- * (e.g. /health is 503 with its usual body while the model loads); every other error status
- * carries ErrorResponse.
- */
-export const ALSO_STATUSES = 'x-also-statuses';
 
 /** Every error status a route can answer, from what the pipeline does before and around it. */
 function errorStatusesOf(route: Route): Set<number> {

@@ -7,11 +7,10 @@
 // should send the traffic to a node that still can (one cut off from the database alone). When the
 // database is down for every node, all of them answer 503 here and each request gets our own 503
 // with Retry-After; the node takes traffic back by itself once the store answers again.
-import { Type } from '@sinclair/typebox';
-import { ALSO_STATUSES } from '../openapi.js';
 import { API_VERSION } from '../render.js';
 import { serviceStatus, type EngineState } from '../../engine/ipc.js';
 import type { HttpImplementation, Route } from '../route.js';
+import { HealthResponse } from '../schemas/health.js';
 import type { Store } from '../../store/types.js';
 
 /** How long one answer of the store's ping is reused, so a flood of /health costs the database little. */
@@ -19,25 +18,6 @@ const PING_REUSE_MS = 1_000;
 /** /health answers within this even when the store does not (the store's own bounds are longer). */
 const PING_WAIT_MS = 2_000;
 
-export const HealthResponse = Type.Object({
-  status: Type.Union([Type.Literal('ok'), Type.Literal('loading'), Type.Literal('down')]),
-  api_version: Type.String(),
-  model: Type.Object({ id: Type.String(), loaded: Type.Boolean() }),
-  workers: Type.Integer({ description: 'HTTP worker processes (0: a single process serves everything)' }),
-  uptime_s: Type.Integer(),
-  http: Type.Union([Type.Literal('uws'), Type.Literal('node')]),
-  pid: Type.Integer(),
-  store: Type.Object({
-    status: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')], { description: 'unreachable: the database did not answer; the node cannot serve decisions' }),
-  }),
-  engines: Type.Array(
-    Type.Object({
-      engine: Type.Integer({ description: 'place in the service\'s list of engines' }),
-      device: Type.Union([Type.Integer(), Type.Null()], { description: 'the GPU given to it (--gpus); null: every device the build sees' }),
-      status: Type.Union([Type.Literal('ready'), Type.Literal('loading'), Type.Literal('down')]),
-    }),
-  ),
-}, { [ALSO_STATUSES]: [503] });
 
 export interface HealthRouteDeps {
   modelId: string;

@@ -6,6 +6,13 @@ export { ConfidenceBand } from '../../decision/schema/answers.js';
 export { Entry, JsonObject, MemberName } from '../../decision/schema/entry.js';
 
 /**
+ * Statuses besides 200 that answer with a route's own response body, named on the response schema
+ * (e.g. /health is 503 with its usual body while the model loads); every other error status
+ * carries ErrorResponse.
+ */
+export const ALSO_STATUSES = 'x-also-statuses';
+
+/**
  * Ids in a path are at most this long. The ids the service issues are under 40 characters; 200
  * leaves room for other shapes (a trace's request_id may be as long) while a store key built from
  * one stays far below LMDB's key size limit of 1,978 bytes, whatever characters it holds.
