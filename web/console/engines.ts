@@ -5,29 +5,10 @@ import { h, scrolling } from './dom.js';
 import { date, duration } from './format.js';
 import { parseMetrics, sumOf } from './metrics-text.js';
 import type { Page } from './page.js';
+import type { Health, ModelFacts } from './wire.js';
 
 const POLL_MS = 5000;
 const DECISION_ROUTE = '/v1/systemone';
-
-interface ModelInfo {
-  id: string;
-  aliases: string[];
-  description: string;
-  architecture: string;
-  quant_method: string;
-  context_tokens: number;
-  backend: string;
-  file_modified: string;
-}
-
-interface Health {
-  status?: string;
-  api_version?: string;
-  uptime_s?: number;
-  http?: string;
-  workers?: number;
-  engines?: { engine: number; device: string | null; status: string }[];
-}
 
 const DASH = '\u2014';
 
@@ -48,7 +29,7 @@ export function enginesPage(): Page {
   );
   const updated = h('p', { class: 'muted', role: 'status' });
 
-  let model: ModelInfo | null = null;
+  let model: ModelFacts | null = null;
   let modelProblem = '';
   let health: Health | null = null;
   let healthProblem = '';
@@ -88,7 +69,7 @@ export function enginesPage(): Page {
 
   async function loadModel(): Promise<void> {
     try {
-      model = await consoleApi<ModelInfo>('GET', '/console/api/model');
+      model = await consoleApi<ModelFacts>('GET', '/console/api/model');
       modelProblem = '';
     } catch (failure) {
       modelProblem = `Model: ${messageOf(failure)}`;

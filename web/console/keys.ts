@@ -4,26 +4,7 @@ import { copyText, h, field, scrolling } from './dom.js';
 import { dateTime, timeElement } from './format.js';
 import type { Page } from './page.js';
 import { rememberSecret } from './secrets.js';
-
-export interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  masked: string;
-  created_at: string;
-  revoked_at: string | null;
-  last_used_at: string | null;
-  month_requests: number;
-}
-
-interface CreatedKey {
-  id: string;
-  name: string;
-  prefix: string;
-  masked: string;
-  key: string;
-  created_at: string;
-}
+import type { ApiKey, CreatedKey } from './wire.js';
 
 export const SECRET_WARNING = 'This secret is shown once. Copy it now; it cannot be shown again.';
 

@@ -1,4 +1,7 @@
 // The decision request the playground sends and the snippets reproduce, built from the form's draft.
+import type { DecisionOptions } from './wire.js';
+
+export type { DecisionOptions };
 
 export type QuestionType = 'noul' | 'choice' | 'score';
 
@@ -8,12 +11,6 @@ export interface QuestionDraft {
   instructions: string;
   /** Choice labels or score levels (lowest first), one per entry; unused for noul. */
   criteria: string[];
-}
-
-export interface DecisionOptions {
-  debias: 'off' | 'permute';
-  debias_passes: number;
-  return_raw_probabilities: boolean;
 }
 
 export type QuestionBody = { type: 'noul'; instructions: string } | { type: 'choice' | 'score'; instructions: string; criteria: string[] };

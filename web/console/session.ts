@@ -2,12 +2,9 @@
 // cookie this page never sees; what it keeps is the CSRF token, in memory (see api.ts).
 import { ApiError, describeError, isRecord, messageOf, send, setCsrf } from './api.js';
 import { h, field } from './dom.js';
+import type { Session } from './wire.js';
 
-export interface Session {
-  email: string;
-  csrf: string;
-  expires_at: string;
-}
+export type { Session };
 
 export type SessionState =
   | { kind: 'signed-in'; session: Session }

@@ -5,23 +5,7 @@ import { h, field, scrolling } from './dom.js';
 import { listKeys } from './keys.js';
 import type { Page } from './page.js';
 import { drawUsageChart } from './usage-chart.js';
-
-interface Account {
-  plan: string;
-  month: string;
-  total_requests: number;
-  monthly_cap: number;
-  balance_eur?: string;
-}
-
-interface UsageRow {
-  key_id: string;
-  name: string;
-  prefix: string;
-  day: string;
-  requests: number;
-  rate_limited: number;
-}
+import type { Account, UsageRow } from './wire.js';
 
 const WINDOW_DAYS = 30;
 const DAY_MS = 86_400_000;
@@ -82,7 +66,8 @@ export function usagePage(): Page {
     let total = 0;
     let limitedTotal = 0;
     for (const row of shown) {
-      const i = index.get(row.day);
+      // The schema allows a row without a day; it has no place on the chart, only in the table.
+      const i = row.day === null ? undefined : index.get(row.day);
       if (i === undefined) continue;
       requests[i] = (requests[i] ?? 0) + row.requests;
       rateLimited[i] = (rateLimited[i] ?? 0) + row.rate_limited;
@@ -98,13 +83,13 @@ export function usagePage(): Page {
     chart.replaceChildren();
     stopChart = drawUsageChart(chart, { days, requests, rateLimited });
 
-    const sorted = [...shown].sort((a, b) => b.day.localeCompare(a.day) || a.name.localeCompare(b.name));
+    const sorted = [...shown].sort((a, b) => (b.day ?? '').localeCompare(a.day ?? '') || a.name.localeCompare(b.name));
     tbody.replaceChildren(
       ...sorted.map((row) =>
         h(
           'tr',
           { 'data-key-id': row.key_id },
-          h('td', { class: 'day' }, row.day),
+          h('td', { class: 'day' }, row.day ?? '\u2014'),
           h('td', { class: 'key' }, keyLabel(row.name, row.prefix)),
           h('td', { class: 'requests num' }, String(row.requests)),
           h('td', { class: 'rate-limited num' }, String(row.rate_limited)),
