@@ -11,8 +11,6 @@ export type SessionState =
   | { kind: 'signed-out'; message?: string }
   | { kind: 'closed'; message: string };
 
-const API_KEY_PREFIX = 'arb_';
-const API_KEY_HINT = "That is an API key. The console opens with the operator's console token (ARBITRA_CONSOLE_TOKEN).";
 
 function asSession(body: unknown): Session | null {
   if (!isRecord(body) || typeof body.email !== 'string' || typeof body.csrf !== 'string') return null;
@@ -104,14 +102,13 @@ export function signInView(onSignedIn: (session: Session) => void, onClosed: (me
     event.preventDefault();
     error.textContent = '';
     submit.disabled = true;
-    const typed = token.value;
-    signIn(typed, email.value.trim())
+    signIn(token.value, email.value.trim())
       .then((state) => {
         if (state.kind === 'signed-in') onSignedIn(state.session);
         else if (state.kind === 'closed') onClosed(state.message);
         else {
-          const refusal = state.message ?? 'Signing in failed.';
-          error.textContent = typed.startsWith(API_KEY_PREFIX) ? `${refusal} ${API_KEY_HINT}` : refusal;
+          // The server's refusal says it all, an API key typed in place of the token included.
+          error.textContent = state.message ?? 'Signing in failed.';
           token.focus();
         }
       })
