@@ -2,19 +2,9 @@ import t from 'tap';
 import { authenticate, consoleIdentity } from '../../src/api/auth.js';
 import { ApiError, ValidationFailure } from '../../src/api/errors.js';
 import { openStore } from '../../src/store/index.js';
-import type { HttpRequest } from '../../src/api/route.js';
+import { fakeRequest } from './helpers.js';
 
-const req = (headers: Record<string, string>): HttpRequest => ({
-  method: 'GET',
-  path: '/',
-  query: new URLSearchParams(),
-  headers,
-  body: Buffer.alloc(0),
-  params: {},
-  ip: '127.0.0.1',
-  requestId: 'r',
-  startedAt: 0,
-});
+const req = (headers: Record<string, string>) => fakeRequest(headers);
 
 t.test('authenticate', async (t) => {
   const store = await openStore(t.testdir());

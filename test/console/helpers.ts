@@ -2,7 +2,7 @@
 // serving the routes of this area.
 import { createHttpApp } from '../../src/http/pipeline.js';
 import { startHttpServer } from '../../src/http/server.js';
-import type { Route } from '../../src/api/route.js';
+import type { HttpRequest, Route } from '../../src/api/route.js';
 import { loadLimitsConfig, type LimitsConfig } from '../../src/limits/config.js';
 import { openStore, type Store, type StoreOptions } from '../../src/store/index.js';
 import { consoleRoutes } from '../../src/console/routes.js';
@@ -57,5 +57,21 @@ export async function startHarness(
       await server.close();
       await store.close();
     },
+  };
+}
+
+/** A request as a handler sees it, for testing auth and routes without a server. */
+export function fakeRequest(headers: Record<string, string>, more: Partial<HttpRequest> = {}): HttpRequest {
+  return {
+    method: 'GET',
+    path: '/',
+    query: new URLSearchParams(),
+    headers,
+    body: Buffer.alloc(0),
+    params: {},
+    ip: '127.0.0.1',
+    requestId: 'r',
+    startedAt: 0,
+    ...more,
   };
 }

@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { CONSOLE_CSP, consolePageRoutes, loadConsoleAssets, shell } from '../../src/console/page.js';
-import type { HttpRequest, HttpResponse, Route } from '../../src/api/route.js';
+import type { HttpResponse, Route } from '../../src/api/route.js';
+import { fakeRequest } from './helpers.js';
 
 function build(dir: string, app: string) {
   fs.mkdirSync(path.join(dir, 'vendor'), { recursive: true });
@@ -16,7 +17,7 @@ function build(dir: string, app: string) {
 
 const get = async (routes: Route[], pattern: string, params: Record<string, string> = {}): Promise<HttpResponse> => {
   const route = routes.find((r) => r.path === pattern)!;
-  return route.handler({ method: 'GET', path: pattern, params, headers: {}, query: new URLSearchParams(), body: Buffer.alloc(0), ip: '', requestId: '', startedAt: 0 } as HttpRequest);
+  return route.handler(fakeRequest({}, { path: pattern, params }));
 };
 
 t.test('the asset set is versioned by the hash of all of it', async (t) => {

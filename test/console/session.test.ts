@@ -4,22 +4,12 @@ import t from 'tap';
 import { consoleIdentity } from '../../src/api/auth.js';
 import { ApiError } from '../../src/api/errors.js';
 import { ConsoleSessions, crossOrigin, overHttps, SESSION_COOKIE, SESSION_SECONDS, sessionCookie } from '../../src/api/console-session.js';
-import type { HttpRequest } from '../../src/api/route.js';
+import { fakeRequest } from './helpers.js';
 
 const TOKEN = 'unit-console-token-0123456789';
 const NOW = Date.parse('2026-11-25T12:00:00Z');
 
-const req = (headers: Record<string, string>): HttpRequest => ({
-  method: 'GET',
-  path: '/v1/console/api-keys',
-  query: new URLSearchParams(),
-  headers,
-  body: Buffer.alloc(0),
-  params: {},
-  ip: '127.0.0.1',
-  requestId: 'r',
-  startedAt: 0,
-});
+const req = (headers: Record<string, string>) => fakeRequest(headers);
 
 const valueOf = (setCookie: string) => /^arbitra_console=([^;]*)/.exec(setCookie)![1]!;
 
