@@ -42,7 +42,10 @@ export function workMs(cost: DecodeCost, work: WorkShape, plan: DecodePlan): num
   const rows = work.suffixTokens.length;
   const suffixTokens = work.suffixTokens.reduce((n, s) => n + s, 0);
   const branchMs = rows > 0 ? cost.perTokenMs * (suffixTokens / rows) + cost.perRowMs : 0;
-  const perDecode = Math.max(1, Math.floor(plan.stepTargetMs / Math.max(branchMs, 1e-9)));
+  // Packed as the scorer packs them (tokens_in_time): the decode's own cost counts against the step
+  // target. Leaving it out put more branches in a decode than the scorer does, and so counted too
+  // few decodes: about a tenth too little time for a request of many short branches.
+  const perDecode = Math.max(1, Math.floor((plan.stepTargetMs - cost.perDecodeMs) / Math.max(branchMs, 1e-9)));
   const decodes = Math.max(1, Math.ceil(work.prefixTokens / plan.prefixChunk)) + Math.ceil(Math.max(0, rows - 1) / perDecode);
   return cost.perDecodeMs * decodes + cost.perTokenMs * (work.prefixTokens + suffixTokens) + cost.perRowMs * rows;
 }
