@@ -60,6 +60,8 @@ export interface CallOptions {
   key?: string;
   /** A new connection per request, so the kernel spreads requests over the HTTP workers. */
   fresh?: boolean;
+  /** Give up (the promise rejects) when no answer came within this many milliseconds. */
+  timeoutMs?: number;
 }
 
 export interface Server {
@@ -184,7 +186,8 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
         body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
         if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
       }
-      const res = await fetch(url + p, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+      const signal = o.timeoutMs === undefined ? undefined : AbortSignal.timeout(o.timeoutMs);
+      const res = await fetch(url + p, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, signal });
       const text = await res.text();
       let json: any = null;
       try {
