@@ -71,7 +71,8 @@ export function createAppDeps(config: Config, rt: AppRuntime): AppDeps {
   };
 }
 
-export function buildRoutes(deps: AppDeps): Route[] {
+/** The API: every route the OpenAPI document describes, that document's own route included. */
+export function apiRoutes(deps: AppDeps): Route[] {
   const routes: Route[] = [
     ...healthRoutes({ ...deps, modelId: deps.models.id }),
     ...metricsRoutes(deps),
@@ -84,8 +85,12 @@ export function buildRoutes(deps: AppDeps): Route[] {
     ...consoleSessionRoutes(deps),
   ];
   routes.push(...openapiRoutes({ routes: () => routes }));
-  // The console's page and assets are not part of the API, so not of its document.
-  return [...routes, ...consolePageRoutes()];
+  return routes;
+}
+
+/** Every route served: the API, and the console's page and assets, which are not part of it. */
+export function buildRoutes(deps: AppDeps): Route[] {
+  return [...apiRoutes(deps), ...consolePageRoutes()];
 }
 
 /** The HttpApp both transports serve: every route, the body limit, HTTP metrics. */

@@ -1,7 +1,7 @@
 // The OpenAPI document lists every status each route can answer: the generator's own rules (auth,
 // body, path, the pipeline's gate) and what the routes declare beyond them.
 import t from 'tap';
-import { buildRoutes, createAppDeps } from '../../src/app.js';
+import { apiRoutes, createAppDeps } from '../../src/app.js';
 import { ERROR_CODES } from '../../src/api/errors.js';
 import { generateOpenApi } from '../../src/api/openapi.js';
 import { MAX_PATH_ID_LENGTH } from '../../src/api/schemas/common.js';
@@ -18,7 +18,7 @@ const loading: EngineService = {
   scoreText: () => Promise.reject(new EngineError('unavailable', 'loading')),
 };
 const config = loadConfig(['--data-dir', dir, '--port', '0'], {});
-const routes = buildRoutes(createAppDeps(config, { engine: loading, engines: () => [{ engine: 0, device: null, status: 'loading' }], store, workers: 1, httpImplementation: () => 'node', metricsText: localMetricsText, log: () => {} }));
+const routes = apiRoutes(createAppDeps(config, { engine: loading, engines: () => [{ engine: 0, device: null, status: 'loading' }], store, workers: 1, httpImplementation: () => 'node', metricsText: localMetricsText, log: () => {} }));
 const doc = generateOpenApi(routes) as any;
 const op = (method: string, path: string) => doc.paths[path][method];
 const statuses = (method: string, path: string) => Object.keys(op(method, path).responses).map(Number);

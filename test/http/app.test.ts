@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createApp, createAppDeps, buildRoutes } from '../../src/app.js';
+import { apiRoutes, buildRoutes, createApp, createAppDeps } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { EngineError, promptCapacity, type EngineService } from '../../src/engine/types.js';
 import { startHttpServer } from '../../src/http/server.js';
@@ -82,8 +82,12 @@ t.test('/openapi.json describes every route with its schemas and errors', async 
   const doc = (await res.json()) as any;
   t.equal(doc.openapi, '3.1.0');
   t.equal(doc.info.version, '2026-10-12');
-  const routes = buildRoutes(deps);
+  const routes = apiRoutes(deps);
   for (const r of routes) t.ok(doc.paths[r.path]?.[r.method.toLowerCase()], `${r.method} ${r.path}`);
+  const documented = new Set(routes.map((r) => `${r.method} ${r.path}`));
+  const page = buildRoutes(deps).filter((r) => !documented.has(`${r.method} ${r.path}`));
+  t.ok(page.length > 0 && page.every((r) => r.path.startsWith('/console')), 'besides the API, only the console page is served');
+  for (const r of page) t.notOk(doc.paths[r.path], `${r.path}, the page, is not in the API's document`);
   const decide = doc.paths['/v1/systemone']?.post;
   t.ok(decide?.requestBody?.content['application/json'].schema, 'the decision body schema');
   t.same(decide.security, [{ bearerAuth: [] }]);
