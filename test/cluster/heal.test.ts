@@ -100,8 +100,15 @@ if (cannotRun) {
       t.equal(relayed, 0, "every worker, restarted or not, scores through the (restarted) engine's socket, not the primary");
       // What the server said about it, for whoever has to find out why it did not heal.
       if (ms === null) {
-        const health = await server.call('/health', { fresh: true, timeoutMs: 5_000 }).then((r) => `${r.status} ${r.text}`, (err: Error) => err.message);
-        t.comment(`/health now: ${health}\n${server.log().slice(-6000)}`);
+        // Which workers answer (/health names its pid), and what the engine holds.
+        const answers = await Promise.all(
+          Array.from({ length: 6 }, () => server.call('/health', { fresh: true, timeoutMs: 5_000 }).then((r) => `${r.status} pid ${r.json?.pid}`, (err: Error) => err.message)),
+        );
+        const engine = await server.call('/metrics', { timeoutMs: 5_000 }).then(
+          (r) => r.text.split('\n').filter((l) => l.startsWith('arbitra_engine_')).join('\n'),
+          (err: Error) => err.message,
+        );
+        t.comment(`/health now: ${answers.join(', ')}\n${engine}\n${server.log().slice(-6000)}`);
       }
     });
   }
