@@ -70,11 +70,6 @@ export class ConsoleSessions {
   private csrfOf(value: string): string {
     return b64url(this.mac('csrf', value));
   }
-
-  /** Whether the header carries this session's CSRF token. */
-  csrfMatches(session: ConsoleSession, header: string | undefined): boolean {
-    return header !== undefined && sameBytes(Buffer.from(header), Buffer.from(session.csrf));
-  }
 }
 
 let memo: { token: string; sessions: ConsoleSessions } | null = null;

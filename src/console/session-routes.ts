@@ -2,6 +2,7 @@
 // trades the console token for a session cookie once; after that the page calls the console API
 // with the cookie and its CSRF header (see src/api/console-session.ts), never with the token.
 import { ApiError, ValidationFailure } from '../api/errors.js';
+import { valueError } from '../decision/schema/problems.js';
 import { consoleClosed, consoleIdentity, consoleSession, isValidEmail, sameSecret } from '../api/auth.js';
 import { clearedCookie, overHttps, sessionsFor, type ConsoleSession } from '../api/console-session.js';
 import type { IpLimiter } from '../api/gate.js';
@@ -59,9 +60,7 @@ export function consoleSessionRoutes(deps: ConsoleSessionDeps): Route[] {
         checkToken(body.token, consoleToken);
         const email = body.email.trim().toLowerCase();
         if (!isValidEmail(email)) {
-          throw new ValidationFailure([
-            { type: 'value_error', loc: ['body', 'email'], msg: 'value is not a valid email address', input: body.email, ctx: { reason: 'expected an address of the form name@domain.tld' } },
-          ]);
+          throw new ValidationFailure([valueError(['body', 'email'], 'value is not a valid email address', body.email)]);
         }
         await deps.store.users.sync(email);
         const session = sessionsFor(consoleToken).issue(email, Date.now(), overHttps(req));
