@@ -69,6 +69,7 @@ void read_load_options(const Napi::Object& o, EngineConfig* cfg) {
   Napi::Value kl = o.Get("kvLayout");
   if (kl.IsString()) cfg->layout = kl.As<Napi::String>().Utf8Value() == "shared" ? KvLayout::shared : KvLayout::copied;
   cfg->kv_cells = opt_u32(o, "kvCells", cfg->kv_cells);
+  cfg->stall_after_decodes = opt_u32(o, "faultStallAfterDecodes", 0);
   Napi::Value pc = o.Get("prefixCacheTokens");
   if (pc.IsNumber()) cfg->prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
 }
@@ -136,6 +137,7 @@ class LoadWorker : public Napi::AsyncWorker {
     spec.exact_kernels = cfg_.exact_kernels;
     spec.prefix_cache_tokens = prefix_cache_tokens;
     spec.prefix_chunk = prefix_chunk(cfg_.n_batch);
+    spec.stall_after_decodes = cfg_.stall_after_decodes;
     Lane lane;
     if (!make_lane(model_, spec, &lane)) {
       lanes_.clear();
@@ -557,6 +559,9 @@ Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   cost.Set("perRowMs", s.cost.per_row_ms);
   cost.Set("decodesObserved", static_cast<double>(s.cost.observed));
   o.Set("cost", cost);
+  o.Set("stalledMs", s.stalled_ms);
+  o.Set("stepTokens", static_cast<double>(s.step_tokens));
+  o.Set("stepRows", static_cast<double>(s.step_rows));
   o.Set("pending", static_cast<double>(pending_));
   return o;
 }

@@ -35,6 +35,8 @@ struct EngineConfig {
   // prompts the main lane cannot hold. 0 (or not above n_ctx) = no long lane.
   uint32_t n_ctx_long = 0;
   uint32_t n_seq_long = 2;
+  // A wedge injected for the liveness tests (LaneSpec::stall_after_decodes); 0 in service.
+  uint64_t stall_after_decodes = 0;
 };
 
 class Engine : public Napi::ObjectWrap<Engine> {

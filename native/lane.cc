@@ -64,7 +64,8 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
     out->max_tokens = llama_n_ctx_seq(ctx);
   }
   out->ctx.reset(ctx);
-  out->scorer = std::make_unique<Scorer>(ctx, so);
+  so.stall_after_decodes = spec.stall_after_decodes;
+  out->scorer = std::make_unique<Scorer>(llama_model_ops(ctx, static_cast<int32_t>(spec.n_batch)), so);
   return true;
 }
 

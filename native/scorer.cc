@@ -50,28 +50,22 @@ void batch_add(llama_batch& batch, llama_token token, llama_pos pos, llama_seq_i
 
 }  // namespace
 
-Scorer::Scorer(llama_context* ctx, const ScorerOptions& opts)
-    : ctx_(ctx),
-      mem_(llama_get_memory(ctx)),
-      vocab_(llama_model_get_vocab(llama_get_model(ctx))),
-      n_vocab_(llama_vocab_n_tokens(vocab_)),
-      opts_(opts),
-      batch_(llama_batch_init(static_cast<int32_t>(opts.n_batch), 0, static_cast<int32_t>(opts.n_seq_max))) {
+Scorer::Scorer(std::unique_ptr<ModelOps> model, const ScorerOptions& opts, bool own_thread)
+    : model_(std::move(model)), n_vocab_(model_->n_vocab()), opts_(opts), batch_(model_->batch()) {
   // Highest ids first so that pop_back hands out 0, 1, 2, ...
   for (int s = static_cast<int>(opts_.n_seq_max) - 1; s >= 0; --s) free_seqs_.push_back(s);
-  thread_ = std::thread([this] { loop(); });
+  if (own_thread) thread_ = std::thread([this] { loop(); });
 }
 
-Scorer::~Scorer() {
-  stop();
-  llama_batch_free(batch_);
-}
+Scorer::~Scorer() { stop(); }
 
 void Scorer::submit(std::unique_ptr<ScoreJob> job) {
   job->logprobs.resize(job->branches.size());
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!stopping_) {
+      // Work arriving at an idle scorer starts the liveness clock: it is now owed a decode.
+      if (stats_.queue_depth == 0) progress_at_ = std::chrono::steady_clock::now();
       incoming_.push_back(std::move(job));
       stats_.queue_depth++;  // active_ belongs to the loop thread; finish() recounts exactly
       cv_.notify_one();
@@ -103,7 +97,9 @@ std::vector<std::unique_ptr<ScoreJob>> Scorer::stop() {
 
 ScorerStats Scorer::stats() {
   std::lock_guard<std::mutex> lk(mu_);
-  return stats_;
+  ScorerStats s = stats_;
+  s.stalled_ms = s.queue_depth == 0 ? 0.0 : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - progress_at_).count();
+  return s;
 }
 
 void Scorer::loop() {
@@ -112,14 +108,31 @@ void Scorer::loop() {
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait(lk, [this] { return stopping_ || !incoming_.empty() || !active_.empty(); });
       if (stopping_) return;
-      for (auto& j : incoming_) active_.push_back(std::move(j));
-      incoming_.clear();
+      if (opts_.stall_after_decodes > 0 && stats_.decodes >= opts_.stall_after_decodes) {
+        // The injected wedge: hold the work, decode nothing, until stopped.
+        cv_.wait(lk, [this] { return stopping_; });
+        return;
+      }
     }
-    if (!step()) {
-      // Nothing could be scheduled although work is waiting: only possible when a job can never fit.
-      fail_all_active("the engine could not schedule the request (sequence or batch limits too small)", "internal");
-    }
+    run_once();
   }
+}
+
+bool Scorer::run_once() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& j : incoming_) {
+      j->last_served = ++serve_clock_;
+      active_.push_back(std::move(j));
+    }
+    incoming_.clear();
+  }
+  if (active_.empty()) return false;
+  if (!step()) {
+    // Nothing could be scheduled although work is waiting: only possible when a job can never fit.
+    fail_all_active("the engine could not schedule the request (sequence or batch limits too small)", "internal");
+  }
+  return true;
 }
 
 bool Scorer::alloc_seq(llama_seq_id* out) {
@@ -130,7 +143,7 @@ bool Scorer::alloc_seq(llama_seq_id* out) {
 }
 
 void Scorer::free_seq(llama_seq_id seq) {
-  llama_memory_seq_rm(mem_, seq, -1, -1);
+  model_->seq_rm(seq, -1);
   free_seqs_.push_back(seq);
 }
 
@@ -177,8 +190,8 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   // Copied layout: llama.cpp copies the donor's whole stream. Shared: the new sequence joins the
   // donor's cells. Either way the copy is then cut back to the common head.
   if (donor != nullptr) {
-    llama_memory_seq_cp(mem_, donor->seq, seq, -1, -1);
-    if (best < donor->decoded) llama_memory_seq_rm(mem_, seq, static_cast<llama_pos>(best), -1);
+    model_->seq_cp(donor->seq, seq);
+    if (best < donor->decoded) model_->seq_rm(seq, static_cast<llama_pos>(best));
   }
   PrefixEntry entry;
   entry.seq = seq;
@@ -257,14 +270,36 @@ void Scorer::drop_cancelled() {
   finish(std::move(gone));
 }
 
+PrefixEntry* Scorer::prefix_in_use(const std::vector<llama_token>& tokens) {
+  for (auto& e : prefixes_) {
+    if (e.refs > 0 && e.tokens == tokens) return &e;
+  }
+  return nullptr;
+}
+
 void Scorer::admit_prefixes() {
-  std::vector<std::pair<uint64_t, size_t>> holding;  // tenant, prefixes held
+  // A job whose very prefix is in use joins it at once: it takes no slot and decodes nothing twice.
   std::vector<ScoreJob*> waiting;
+  for (auto& owned : active_) {
+    if (owned->entry != nullptr) continue;
+    if (prefix_in_use(owned->prefix) != nullptr) {
+      owned->entry = acquire_prefix(owned->prefix, owned.get());
+    } else {
+      waiting.push_back(owned.get());
+    }
+  }
+  if (waiting.empty()) return;
+  // The prefix slots each tenant holds: the distinct prefixes its jobs use.
+  std::vector<std::pair<uint64_t, size_t>> holding;
+  std::vector<std::pair<uint64_t, const PrefixEntry*>> counted;
   for (auto& owned : active_) {
     auto t = std::find_if(holding.begin(), holding.end(), [&owned](const auto& h) { return h.first == owned->tenant; });
     if (t == holding.end()) t = holding.insert(holding.end(), {owned->tenant, 0});
-    if (owned->entry != nullptr) t->second++;
-    else waiting.push_back(owned.get());
+    const std::pair<uint64_t, const PrefixEntry*> use{owned->tenant, owned->entry};
+    if (owned->entry != nullptr && std::find(counted.begin(), counted.end(), use) == counted.end()) {
+      counted.push_back(use);
+      t->second++;
+    }
   }
   auto held = [&holding](uint64_t tenant) -> size_t& {
     return std::find_if(holding.begin(), holding.end(), [tenant](const auto& h) { return h.first == tenant; })->second;
@@ -285,7 +320,16 @@ void Scorer::admit_prefixes() {
   for (;;) {
     // A job whose prefix shares more with a prefix still being decoded than is decoded yet waits for
     // that decode: admitted now, it would decode the shared tokens a second time beside it. Asked
-    // after every admission, since the prefix just admitted may be the one to wait for.
+    // after every admission, since the prefix just admitted may be the one to wait for; a job whose
+    // very prefix was just admitted joins it instead.
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      if (prefix_in_use((*it)->prefix) != nullptr) {
+        (*it)->entry = acquire_prefix((*it)->prefix, *it);
+        it = waiting.erase(it);
+      } else {
+        ++it;
+      }
+    }
     waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [this](ScoreJob* job) { return awaits_shared_head(job->prefix); }), waiting.end());
     waiting.erase(std::remove_if(waiting.begin(), waiting.end(), over_cap), waiting.end());
     if (waiting.empty()) return;
@@ -345,33 +389,36 @@ bool Scorer::place_next_branch(ScoreJob* job, int32_t& budget, std::vector<Plann
   if (!alloc_seq(&seq)) return false;
   // Copied layout: the prefix's stream is copied into the branch's before the next decode.
   // Shared: the branch's sequence joins the prefix's cells.
-  llama_memory_seq_cp(mem_, job->entry->seq, seq, -1, -1);
+  model_->seq_cp(job->entry->seq, seq);
   place_branch(job, seq, false, budget, planned);
   return true;
 }
 
 bool Scorer::place_piece(uint64_t tenant, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned) {
-  // A tenant's new prefix first, oldest job first: a new request never waits behind its own
-  // tenant's branches.
-  for (auto& owned : active_) {
-    ScoreJob* job = owned.get();
-    const PrefixEntry* e = job->entry;
-    if (job->tenant != tenant || e == nullptr || e->step_begin >= 0 || e->decoded >= e->tokens.size()) continue;
-    if (place_prefix_chunk(job, budget, stepped, planned)) return true;
-  }
-  // Then a branch of its job served least recently, so a stream of new jobs cannot starve an old one.
-  std::vector<ScoreJob*> ready;
+  // The tenant's jobs take turns, one piece each, the one served least recently first, and a job's
+  // arrival counts as a turn: between two pieces of a job each of its tenant's other jobs gets at
+  // most one. Neither a stream of new jobs (one cached question each, say) nor one job's many
+  // branches can then hold another job of the same tenant back.
+  std::vector<ScoreJob*> mine;
   for (const auto& owned : active_) {
-    const PrefixEntry* e = owned->entry;
-    // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
-    // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
-    if (owned->tenant == tenant && e != nullptr && e->decoded == e->tokens.size() && owned->next_branch < owned->branches.size()) {
-      ready.push_back(owned.get());
-    }
+    if (owned->tenant == tenant && owned->entry != nullptr) mine.push_back(owned.get());
   }
-  std::stable_sort(ready.begin(), ready.end(), [](const ScoreJob* a, const ScoreJob* b) { return a->last_served < b->last_served; });
-  for (ScoreJob* job : ready) {
-    if (place_next_branch(job, budget, planned)) return true;
+  std::stable_sort(mine.begin(), mine.end(), [](const ScoreJob* a, const ScoreJob* b) { return a->last_served < b->last_served; });
+  for (ScoreJob* job : mine) {
+    const PrefixEntry* e = job->entry;
+    bool placed = false;
+    if (e->decoded < e->tokens.size()) {
+      // Another job sharing this prefix may have put its next chunk in this decode already.
+      placed = e->step_begin < 0 && place_prefix_chunk(job, budget, stepped, planned);
+    } else if (job->next_branch < job->branches.size()) {
+      // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
+      // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
+      placed = place_next_branch(job, budget, planned);
+    }
+    if (placed) {
+      job->last_served = ++serve_clock_;
+      return true;
+    }
   }
   return false;
 }
@@ -414,7 +461,6 @@ void Scorer::place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& 
   budget -= n;
   job->evaluated += n;
   job->next_branch++;
-  job->last_served = ++serve_clock_;
 }
 
 bool Scorer::step() {
@@ -426,9 +472,20 @@ bool Scorer::step() {
   plan_batch(stepped, planned);
   if (batch_.n_tokens == 0) return false;
 
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.step_tokens = static_cast<uint64_t>(batch_.n_tokens);
+    stats_.step_rows = planned.size();
+  }
   const auto started = std::chrono::steady_clock::now();
-  const int32_t rc = llama_decode(ctx_, batch_);
+  const int32_t rc = model_->decode();
   const auto decoded = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.step_tokens = 0;
+    stats_.step_rows = 0;
+    progress_at_ = decoded;
+  }
   const double decode_s = std::chrono::duration<double>(decoded - started).count();
   end_prefix_chunks(stepped, rc == 0);
   if (rc != 0) {
@@ -502,7 +559,7 @@ void Scorer::undo_failed_decode(int32_t rc, const std::vector<Planned>& planned,
 
 void Scorer::read_out(const std::vector<Planned>& planned) {
   for (const Planned& p : planned) {
-    const float* logits = llama_get_logits_ith(ctx_, p.logits_index);
+    const float* logits = model_->logits(p.logits_index);
     const double log_z = log_sum_exp(logits, n_vocab_);
     const Branch& b = p.job->branches[p.branch];
     auto& out = p.job->logprobs[p.branch];
@@ -511,7 +568,7 @@ void Scorer::read_out(const std::vector<Planned>& planned) {
       out[k] = static_cast<float>(static_cast<double>(logits[b.candidates[k]]) - log_z);
     }
     if (p.fused) {
-      llama_memory_seq_rm(mem_, p.seq, static_cast<llama_pos>(p.job->entry->tokens.size()), -1);
+      model_->seq_rm(p.seq, static_cast<llama_pos>(p.job->entry->tokens.size()));
     } else {
       free_seq(p.seq);
     }
@@ -549,6 +606,34 @@ void Scorer::finish(std::vector<std::unique_ptr<ScoreJob>> jobs) {
     auto done = std::move(job->on_done);
     done(std::move(job));
   }
+}
+
+std::vector<std::string> Scorer::audit() const {
+  std::vector<std::string> broken;
+  std::vector<llama_seq_id> seqs(free_seqs_.begin(), free_seqs_.end());
+  size_t in_use = 0;
+  for (const PrefixEntry& e : prefixes_) {
+    const auto users = std::count_if(active_.begin(), active_.end(), [&e](const auto& j) { return j->entry == &e; });
+    if (e.refs != users) {
+      broken.push_back("a prefix of " + std::to_string(e.tokens.size()) + " tokens holds " + std::to_string(e.refs) + " references while " + std::to_string(users) + " jobs use it");
+    }
+    if (e.step_begin >= 0 || e.step_count != 0) broken.push_back("a prefix is still marked as being in a batch between steps");
+    if (e.decoded > e.tokens.size()) broken.push_back("a prefix counts more tokens decoded than it has");
+    if (e.refs > 0) in_use++;
+    seqs.push_back(e.seq);
+  }
+  for (const auto& job : active_) {
+    const bool known = job->entry == nullptr || std::any_of(prefixes_.begin(), prefixes_.end(), [&job](const PrefixEntry& e) { return &e == job->entry; });
+    if (!known) broken.push_back("a job uses a prefix that is no longer held");
+    if (job->branches_done > job->next_branch || job->next_branch > job->branches.size()) broken.push_back("a job's branch counts are out of order");
+  }
+  if (in_use > prefix_slots()) broken.push_back(std::to_string(in_use) + " prefixes in use, more than the " + std::to_string(prefix_slots()) + " slots");
+  std::sort(seqs.begin(), seqs.end());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (i > 0 && seqs[i] == seqs[i - 1]) broken.push_back("sequence " + std::to_string(seqs[i]) + " is held twice");
+  }
+  if (seqs.size() != opts_.n_seq_max) broken.push_back(std::to_string(seqs.size()) + " sequences are free or a prefix's, of " + std::to_string(opts_.n_seq_max));
+  return broken;
 }
 
 void Scorer::fail_all_active(const std::string& why, const char* code) {

@@ -1,10 +1,11 @@
-// The scorer owns one llama_context and is the only code that calls llama_decode on it.
+// The scorer owns one model context (through ModelOps) and is the only code that decodes on it.
 // Jobs (a shared prefix plus branches) arrive on a queue from any thread; one loop thread packs
-// the prefix tokens and every branch's suffix of as many jobs as fit into each llama_decode call.
+// the prefix tokens and every branch's suffix of as many jobs as fit into each decode.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -19,6 +20,7 @@
 
 #include "cost_model.h"
 #include "llama.h"
+#include "model_ops.h"
 
 namespace arbitra {
 
@@ -52,7 +54,10 @@ struct ScoreJob {
   PrefixEntry* entry = nullptr;
   size_t next_branch = 0;
   size_t branches_done = 0;
-  uint64_t last_served = 0;  // when a branch of it last went into a batch; 0 = never
+  // When a piece of it (a prefix chunk or a branch) last went into a batch, on the scorer's serve
+  // clock; its arrival counts as one, so a job that just came waits its turn behind those waiting
+  // longer instead of ahead of every job already served.
+  uint64_t last_served = 0;
 };
 
 struct ScorerOptions {
@@ -73,6 +78,9 @@ struct ScorerOptions {
   // two CPU cores), each decode carries one piece; its fixed cost is then small beside it. On a
   // GPU pieces are cheap and the batch's own bounds bind first.
   double step_target_ms = 250.0;
+  // Fault injection for the liveness tests, never set in service: after this many decodes the loop
+  // stops taking work, as a wedged scheduler would, until the scorer is stopped. 0 = off.
+  uint64_t stall_after_decodes = 0;
 };
 
 struct ScorerStats {
@@ -91,6 +99,12 @@ struct ScorerStats {
   double readout_seconds = 0;
   // What a decode costs, as fitted so far.
   DecodeCost cost;
+  // Liveness: milliseconds since the scorer last finished a decode (or, idle before, since work
+  // arrived) while work waits; 0 when it holds none. With the tokens and logits rows of the decode
+  // running now (0 between decodes), a watcher can tell a slow decode from a loop that stopped.
+  double stalled_ms = 0;
+  uint64_t step_tokens = 0;
+  uint64_t step_rows = 0;
 
   // Totals over the engine's lanes; a last-batch figure is the largest of theirs.
   ScorerStats& operator+=(const ScorerStats& o) {
@@ -107,13 +121,18 @@ struct ScorerStats {
     readout_seconds += o.readout_seconds;
     // The lane that has decoded most speaks for the engine's cost.
     if (o.cost.observed > cost.observed) cost = o.cost;
+    // The lane furthest behind speaks for the engine's liveness.
+    stalled_ms = std::max(stalled_ms, o.stalled_ms);
+    step_tokens = std::max(step_tokens, o.step_tokens);
+    step_rows = std::max(step_rows, o.step_rows);
     return *this;
   }
 };
 
 class Scorer {
  public:
-  Scorer(llama_context* ctx, const ScorerOptions& opts);
+  // With `own_thread` false nothing decodes until the caller runs run_once() (the scheduler tests).
+  Scorer(std::unique_ptr<ModelOps> model, const ScorerOptions& opts, bool own_thread = true);
   ~Scorer();
   Scorer(const Scorer&) = delete;
   Scorer& operator=(const Scorer&) = delete;
@@ -123,6 +142,14 @@ class Scorer {
   // Stops the loop and returns the jobs that never finished (the caller fails them).
   std::vector<std::unique_ptr<ScoreJob>> stop();
   ScorerStats stats();
+  // Takes in what was submitted and runs one step (one decode); false when no work was waiting. The
+  // loop thread's body; without it, the caller's, on one thread only.
+  bool run_once();
+  // The scheduler's invariants, each broken one named: every prefix reference held by exactly the
+  // jobs that use it (so released exactly once), every sequence either free or a prefix's, prefixes
+  // in use within their slots, no prefix left marked as being in a batch. Between steps only, on
+  // the thread that runs them.
+  std::vector<std::string> audit() const;
 
  private:
   struct Planned {
@@ -155,15 +182,17 @@ class Scorer {
   std::vector<std::unique_ptr<ScoreJob>> take_active(const std::function<bool(const ScoreJob&)>& which);
   // Fails the cancelled jobs; their sequences are already free between batches.
   void drop_cancelled();
-  // Gives waiting jobs a prefix, tenants holding the fewest prefixes first.
+  // Gives waiting jobs a prefix: a job whose prefix is in use joins it at once; others take a slot,
+  // tenants holding the fewest first.
   void admit_prefixes();
   // Prefix sequences that jobs in progress may hold.
   size_t prefix_slots() const { return std::max<size_t>(1, opts_.n_seq_max / 2); }
   // More tokens this decode can take, with `more_rows` more logits rows, before its measured cost
   // passes the step target; unbounded for the decode's first piece or while the cost is unknown.
   int32_t tokens_in_time(size_t planned_rows, size_t more_rows) const;
-  // The tenant's next piece: a chunk of its oldest prefix still decoding, else a branch of its job
-  // served least recently. false when none fits what is left of the decode.
+  // The next piece of the tenant's job served least recently that has one that fits: a chunk of
+  // its prefix while that is decoding, else its next branch. false when none fits what is left of
+  // the decode.
   bool place_piece(uint64_t tenant, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned);
   // The next chunk of the job's prefix, and behind a last chunk its first branch, so that a
   // one-question request takes one decode.
@@ -176,6 +205,8 @@ class Scorer {
   // with logits at its last token, and charges it to the job.
   void place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
+  // The prefix with exactly these tokens that jobs are using now; nullptr when none is.
+  PrefixEntry* prefix_in_use(const std::vector<llama_token>& tokens);
   // The prefix whose decoded tokens share the longest head with `tokens` (nullptr: none), and that
   // head's length.
   PrefixEntry* longest_head(const std::vector<llama_token>& tokens, size_t* length);
@@ -193,18 +224,19 @@ class Scorer {
   void finish(std::vector<std::unique_ptr<ScoreJob>> jobs);
   void fail_all_active(const std::string& why, const char* code);
 
-  llama_context* ctx_;
-  llama_memory_t mem_;
-  const llama_vocab* vocab_;
+  std::unique_ptr<ModelOps> model_;
   int32_t n_vocab_;
   ScorerOptions opts_;
-  llama_batch batch_;
+  llama_batch& batch_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<ScoreJob>> incoming_;
   bool stopping_ = false;
   ScorerStats stats_;
+  // Liveness (under mu_): when a decode last finished, or work arrived while there was none; and
+  // the decode in progress, if any.
+  std::chrono::steady_clock::time_point progress_at_ = std::chrono::steady_clock::now();
 
   // Loop-thread state.
   std::vector<std::unique_ptr<ScoreJob>> active_;

@@ -1,0 +1,448 @@
+// The scorer's scheduler without a model: a fake ModelOps keeps each sequence's tokens, checks
+// that every decoded token lands at the next position of its sequence, and gives logits that are a
+// function of the sequence's whole history. A branch's log-probs are then right only when it was
+// decoded on top of exactly its prefix, whatever was copied, shared, trimmed or fused on the way.
+// The tests drive the scorer step by step (no thread) and audit its invariants after every step.
+// Run by test/engine/native-scheduler.test.ts; prints one line per test and exits non-zero on a failure.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model_ops.h"
+#include "scorer.h"
+
+using namespace arbitra;
+
+namespace {
+
+int failures = 0;
+std::string current;
+
+void check(bool ok, const std::string& what) {
+  if (ok) return;
+  ++failures;
+  std::printf("  FAIL %s: %s\n", current.c_str(), what.c_str());
+}
+
+constexpr int32_t kVocab = 48;
+
+uint64_t fnv(const std::vector<llama_token>& tokens) {
+  uint64_t h = 1469598103934665603ull;
+  for (llama_token t : tokens) {
+    h ^= static_cast<uint64_t>(t) + 0x9e3779b97f4a7c15ull;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Logits that depend on every token of the history, in order.
+std::vector<float> logits_of(const std::vector<llama_token>& history) {
+  uint64_t x = fnv(history) | 1;
+  std::vector<float> out(kVocab);
+  for (float& v : out) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v = static_cast<float>(static_cast<double>(x % 8001) / 1000.0 - 4.0);
+  }
+  return out;
+}
+
+// The scorer's readout, step for step, so equal histories give bit-equal log-probs.
+std::vector<float> expected(const std::vector<llama_token>& prefix, const Branch& b) {
+  std::vector<llama_token> h = prefix;
+  h.insert(h.end(), b.suffix.begin(), b.suffix.end());
+  const std::vector<float> l = logits_of(h);
+  float mx = l[0];
+  for (float v : l) mx = std::max(mx, v);
+  double sum = 0.0;
+  for (float v : l) sum += std::exp(static_cast<double>(v - mx));
+  const double log_z = static_cast<double>(mx) + std::log(sum);
+  std::vector<float> out;
+  for (llama_token c : b.candidates) out.push_back(static_cast<float>(static_cast<double>(l[c]) - log_z));
+  return out;
+}
+
+class FakeModel final : public ModelOps {
+ public:
+  explicit FakeModel(int32_t n_batch) : token_(n_batch), pos_(n_batch), n_seq_id_(n_batch, 1), seq_(n_batch), seq_ptr_(n_batch), logits_flag_(n_batch), rows_(n_batch) {
+    for (int32_t i = 0; i < n_batch; ++i) seq_ptr_[i] = &seq_[i];
+    batch_.n_tokens = 0;
+    batch_.token = token_.data();
+    batch_.embd = nullptr;
+    batch_.pos = pos_.data();
+    batch_.n_seq_id = n_seq_id_.data();
+    batch_.seq_id = seq_ptr_.data();
+    batch_.logits = logits_flag_.data();
+  }
+
+  llama_batch& batch() override { return batch_; }
+
+  int32_t decode() override {
+    decodes++;
+    // A cost per token makes the scorer's measured cost what a real model's is: growing with the batch.
+    if (token_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(token_delay_us * batch_.n_tokens));
+    tokens_per_decode.push_back(batch_.n_tokens);
+    if (fail_next != 0) {
+      const int32_t rc = fail_next;
+      fail_next = 0;
+      return rc;
+    }
+    for (int32_t i = 0; i < batch_.n_tokens; ++i) {
+      std::vector<llama_token>& s = seqs[batch_.seq_id[i][0]];
+      if (batch_.pos[i] != static_cast<llama_pos>(s.size())) {
+        errors.push_back("sequence " + std::to_string(batch_.seq_id[i][0]) + " got a token at position " + std::to_string(batch_.pos[i]) + " after " + std::to_string(s.size()) + " cells");
+      }
+      s.push_back(batch_.token[i]);
+      if (batch_.logits[i]) rows_[i] = logits_of(s);
+    }
+    return 0;
+  }
+
+  void seq_cp(llama_seq_id src, llama_seq_id dst) override {
+    if (!seqs[dst].empty()) errors.push_back("sequence " + std::to_string(dst) + " copied into while it holds cells");
+    seqs[dst] = seqs[src];
+  }
+
+  void seq_rm(llama_seq_id seq, llama_pos from) override {
+    std::vector<llama_token>& s = seqs[seq];
+    if (from < 0) s.clear();
+    else if (static_cast<size_t>(from) < s.size()) s.resize(static_cast<size_t>(from));
+  }
+
+  const float* logits(int32_t i) override { return rows_[i].data(); }
+  int32_t n_vocab() const override { return kVocab; }
+
+  std::map<llama_seq_id, std::vector<llama_token>> seqs;
+  std::vector<std::string> errors;
+  int32_t fail_next = 0;
+  int token_delay_us = 0;
+  int decodes = 0;
+  std::vector<int32_t> tokens_per_decode;
+
+ private:
+  llama_batch batch_{};
+  std::vector<llama_token> token_;
+  std::vector<llama_pos> pos_;
+  std::vector<int32_t> n_seq_id_;
+  std::vector<llama_seq_id> seq_;
+  std::vector<llama_seq_id*> seq_ptr_;
+  std::vector<int8_t> logits_flag_;
+  std::vector<std::vector<float>> rows_;
+};
+
+// A scorer on a fake model, stepped by the test, and what each job's on_done handed back.
+struct Rig {
+  FakeModel* model;
+  std::unique_ptr<Scorer> scorer;
+  std::map<int, std::unique_ptr<ScoreJob>> done;  // by tag
+  std::map<int, int> finished_at;                  // tag -> step count when it finished
+  std::map<int, std::vector<llama_token>> prefixes;
+  int steps = 0;
+
+  explicit Rig(ScorerOptions opts = {}) {
+    auto m = std::make_unique<FakeModel>(static_cast<int32_t>(opts.n_batch));
+    if (opts.step_target_ms < 1.0) m->token_delay_us = 20;
+    model = m.get();
+    scorer = std::make_unique<Scorer>(std::move(m), opts, false);
+  }
+
+  // Submits a job; `then` runs on the stepping thread once it is done.
+  std::shared_ptr<std::atomic<bool>> submit(int tag, std::vector<llama_token> prefix, std::vector<Branch> branches, uint64_t tenant, std::function<void()> then = {}) {
+    auto job = std::make_unique<ScoreJob>();
+    job->prefix = prefix;
+    job->branches = std::move(branches);
+    job->tenant = tenant;
+    prefixes[tag] = std::move(prefix);
+    auto cancelled = job->cancelled;
+    job->on_done = [this, tag, then](std::unique_ptr<ScoreJob> j) {
+      done[tag] = std::move(j);
+      finished_at[tag] = steps;
+      if (then) then();
+    };
+    scorer->submit(std::move(job));
+    return cancelled;
+  }
+
+  // One step, audited; false when there was no work.
+  bool step() {
+    const bool worked = scorer->run_once();
+    if (worked) steps++;
+    for (const std::string& b : scorer->audit()) check(false, "after step " + std::to_string(steps) + ": " + b);
+    return worked;
+  }
+
+  // Steps until nothing is left or `limit` steps ran; the steps taken.
+  int drain(int limit = 100000) {
+    int n = 0;
+    while (n < limit && step()) n++;
+    return n;
+  }
+
+  // Every finished job without error has each branch's log-probs as decoded alone.
+  void check_results() {
+    for (auto& [tag, job] : done) {
+      if (!job->error.empty()) continue;
+      for (size_t b = 0; b < job->branches.size(); ++b) {
+        check(job->logprobs[b] == expected(prefixes[tag], job->branches[b]), "job " + std::to_string(tag) + " branch " + std::to_string(b) + " scored on the wrong history");
+      }
+    }
+    for (const std::string& e : model->errors) check(false, e);
+  }
+};
+
+std::vector<llama_token> tokens(std::initializer_list<int> head, int n, int seed) {
+  std::vector<llama_token> out(head.begin(), head.end());
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<llama_token>(rng() % kVocab));
+  return out;
+}
+
+std::vector<Branch> branches(int n, int seed, int len = 4) {
+  std::vector<Branch> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    out[static_cast<size_t>(i)].suffix = tokens({}, len, seed * 1000 + i);
+    out[static_cast<size_t>(i)].candidates = {1, 2, 3};
+  }
+  return out;
+}
+
+// Decodes carry one piece each once the cost is measured, as a 1.5B model's on two CPU cores do
+// (the rig's model then takes time per token, so the cost is measured).
+ScorerOptions one_piece_per_decode() {
+  ScorerOptions o;
+  o.n_seq_max = 16;
+  o.step_target_ms = 1e-9;
+  return o;
+}
+
+void test_one_question_is_one_decode() {
+  Rig rig;
+  rig.submit(1, tokens({7}, 30, 1), branches(1, 1), 1);
+  rig.drain();
+  check(rig.model->decodes == 1, "a one-question job took " + std::to_string(rig.model->decodes) + " decodes");
+  check(rig.done[1] && rig.done[1]->error.empty(), "the job finished without error");
+  rig.check_results();
+}
+
+void test_shared_heads_score_as_alone() {
+  // Prefixes that share heads of every length, arriving while others decode: copies, trimmed
+  // donor heads, fused first branches and joins of a prefix in use all meet here.
+  ScorerOptions o;
+  o.n_seq_max = 12;
+  o.prefix_chunk = 8;
+  o.n_batch = 64;
+  Rig rig(o);
+  const std::vector<llama_token> base = tokens({5}, 40, 2);
+  int tag = 0;
+  for (int round = 0; round < 6; ++round) {
+    for (int k = 0; k < 5; ++k) {
+      std::vector<llama_token> p(base.begin(), base.begin() + 10 + (k * 7 + round * 3) % 30);
+      if (k % 2) p.push_back(static_cast<llama_token>(round));
+      ++tag;
+      rig.submit(tag, p, branches(1 + (k + round) % 4, tag), static_cast<uint64_t>(k % 3));
+    }
+    rig.step();
+    rig.step();
+  }
+  rig.drain();
+  check(static_cast<int>(rig.done.size()) == tag, std::to_string(rig.done.size()) + " of " + std::to_string(tag) + " jobs finished");
+  rig.check_results();
+}
+
+// The reported starvation: one tenant keeps three one-question requests about a cached state in
+// flight (each resent as soon as it is answered), and sends one request of two questions about a
+// new state. Before, a new job sorted behind none of the tenant's jobs (served "never"), so the
+// cached stream took every decode and the new request's second question never ran.
+void new_state_beside_cached_stream(uint64_t new_tenant) {
+  Rig rig(one_piece_per_decode());
+  const std::vector<llama_token> cached = tokens({9}, 24, 3);
+  rig.submit(100, cached, branches(1, 100), 1);
+  rig.drain();  // the state is now cached
+  int next = 1000;
+  std::function<void()> resend = [&]() {
+    ++next;
+    rig.submit(next, cached, branches(1, next), 1, resend);
+  };
+  for (int c = 0; c < 3; ++c) resend();
+  rig.step();
+  rig.step();
+  const int before = rig.steps;
+  rig.submit(1, tokens({9}, 40, 4), branches(2, 1), new_tenant);
+  while (rig.steps - before < 200 && rig.done.count(1) == 0) rig.step();
+  const int took = rig.done.count(1) ? rig.finished_at[1] - before : -1;
+  // Alone it takes two decodes (prefix with its first question, then the second); beside three
+  // other jobs each of its pieces waits for at most one piece of each.
+  check(took > 0 && took <= 2 * (1 + 3), "the new state's request took " + std::to_string(took) + " steps (-1: never)");
+  rig.check_results();
+}
+
+void test_no_starvation_same_tenant() { new_state_beside_cached_stream(1); }
+void test_no_starvation_other_tenant() { new_state_beside_cached_stream(2); }
+
+void test_stream_of_new_jobs_cannot_starve_an_old_one() {
+  Rig rig(one_piece_per_decode());
+  rig.submit(1, tokens({3}, 20, 5), branches(12, 5), 7);
+  int next = 10;
+  std::function<void()> resend = [&]() {
+    if (rig.done.count(1) == 0) {
+      ++next;
+      rig.submit(next, tokens({3}, 20, next), branches(1, next), 7, resend);
+    }
+  };
+  for (int c = 0; c < 3; ++c) resend();
+  rig.drain(400);
+  check(rig.done.count(1) == 1, "the old job of 12 branches finished while one-question jobs kept coming");
+  rig.check_results();
+}
+
+void test_cancelled_job_releases_everything() {
+  Rig rig(one_piece_per_decode());
+  auto flag = rig.submit(1, tokens({4}, 30, 6), branches(20, 6), 1);
+  rig.submit(2, tokens({4}, 30, 6), branches(3, 7), 2);  // the same prefix, another tenant
+  for (int i = 0; i < 4; ++i) rig.step();
+  flag->store(true);
+  rig.drain();
+  check(rig.done[1] && rig.done[1]->error_code == std::string("cancelled"), "the cancelled job reports cancelled");
+  check(rig.done[2] && rig.done[2]->error.empty(), "the job sharing its prefix finished");
+  check(rig.scorer->stats().jobs_cancelled == 1, "one job counted as cancelled");
+  // Its prefix stays cached: the same state again decodes only its branch.
+  rig.submit(3, tokens({4}, 30, 6), branches(1, 8), 1);
+  rig.drain();
+  check(rig.done[3] && rig.done[3]->cached == 31, "the cancelled job's prefix was found cached (" + std::to_string(rig.done[3] ? rig.done[3]->cached : -1) + " tokens)");
+  rig.check_results();
+}
+
+void test_waiting_on_a_head_whose_decoder_is_cancelled() {
+  // B's prefix extends A's, which is still decoding: B waits for it rather than decode the head
+  // twice. A is cancelled mid-way; B must still run, from what A left cached.
+  ScorerOptions o = one_piece_per_decode();
+  o.prefix_chunk = 8;
+  Rig rig(o);
+  const std::vector<llama_token> a = tokens({6}, 60, 9);
+  std::vector<llama_token> b = a;
+  b.push_back(11);
+  auto flag = rig.submit(1, a, branches(2, 1), 1);
+  rig.step();
+  rig.submit(2, b, branches(2, 2), 1);
+  rig.step();
+  flag->store(true);
+  const int n = rig.drain(200);
+  check(rig.done[2] && rig.done[2]->error.empty(), "the waiting job finished after the job it waited on was cancelled");
+  check(n < 200, "the scorer went idle");
+  check(rig.done[2] && rig.done[2]->cached >= 16, "it reused the head decoded before the cancel");
+  rig.check_results();
+}
+
+void test_random_load_keeps_every_invariant() {
+  // Many tenants, prefixes sharing heads, cancellations and decode failures at random; the audit
+  // runs after every step. Every job ends, those not cancelled or failed with the scores they get
+  // alone, and at the end no prefix is referenced and every sequence is free or cached.
+  std::mt19937 rng(42);
+  for (int round = 0; round < 3; ++round) {
+    ScorerOptions o;
+    o.n_seq_max = 8 + 8 * static_cast<uint32_t>(round);
+    o.prefix_chunk = 16;
+    o.n_batch = 96;
+    o.prefix_cache_tokens = 64;
+    if (round == 2) o.prefix_cells = 400;  // the shared layout's bound on cells held
+    Rig rig(o);
+    const std::vector<llama_token> base = tokens({1}, 80, 77 + round);
+    std::vector<std::shared_ptr<std::atomic<bool>>> flags;
+    int tag = 0;
+    for (int i = 0; i < 300; ++i) {
+      if (rng() % 3 == 0) {
+        std::vector<llama_token> p(base.begin(), base.begin() + 5 + static_cast<int>(rng() % 70));
+        if (rng() % 2) p.push_back(static_cast<llama_token>(rng() % kVocab));
+        ++tag;
+        flags.push_back(rig.submit(tag, p, branches(1 + static_cast<int>(rng() % 6), tag, 1 + static_cast<int>(rng() % 8)), rng() % 4));
+      }
+      if (!flags.empty() && rng() % 11 == 0) flags[rng() % flags.size()]->store(true);
+      if (rng() % 37 == 0) rig.model->fail_next = 1;  // no KV slot: idle prefixes are evicted and the step retried
+      rig.step();
+    }
+    rig.drain();
+    check(static_cast<int>(rig.done.size()) == tag, "every job ended (" + std::to_string(rig.done.size()) + " of " + std::to_string(tag) + ")");
+    rig.check_results();
+    const ScorerStats s = rig.scorer->stats();
+    check(s.queue_depth == 0, "nothing is left queued");
+  }
+}
+
+void test_decode_failure_fails_jobs_and_leaves_scorer_whole() {
+  Rig rig;
+  rig.submit(1, tokens({2}, 20, 10), branches(3, 10), 1);
+  rig.model->fail_next = -3;
+  rig.drain();
+  check(rig.done[1] && rig.done[1]->error_code == std::string("internal"), "a failed decode fails the job with internal");
+  rig.submit(2, tokens({2}, 20, 10), branches(3, 11), 1);
+  rig.drain();
+  check(rig.done[2] && rig.done[2]->error.empty(), "the next job is served");
+  rig.check_results();
+}
+
+void test_liveness_clock() {
+  Rig rig;
+  check(rig.scorer->stats().stalled_ms == 0.0, "an idle scorer owes nothing");
+  rig.submit(1, tokens({2}, 10, 12), branches(1, 12), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  check(rig.scorer->stats().stalled_ms >= 30.0, "work waiting 30 ms without a decode shows as stalled");
+  rig.drain();
+  check(rig.scorer->stats().stalled_ms == 0.0, "once done, nothing is owed");
+}
+
+void test_injected_stall_holds_work_until_stopped() {
+  ScorerOptions o;
+  o.stall_after_decodes = 1;
+  auto m = std::make_unique<FakeModel>(static_cast<int32_t>(o.n_batch));
+  Scorer scorer(std::move(m), o, true);
+  std::atomic<int> finished{0};
+  for (int i = 0; i < 3; ++i) {
+    auto job = std::make_unique<ScoreJob>();
+    job->prefix = tokens({3}, 10, 20 + i);
+    job->branches = branches(2, 20 + i);
+    job->on_done = [&finished](std::unique_ptr<ScoreJob>) { finished++; };
+    scorer.submit(std::move(job));
+    if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  const ScorerStats s = scorer.stats();
+  check(s.decodes >= 1, "it decoded before the stall");
+  check(s.queue_depth > 0 && s.stalled_ms >= 100.0, "the stalled scorer shows work owed for " + std::to_string(s.stalled_ms) + " ms");
+  const auto left = scorer.stop();
+  check(!left.empty() && finished.load() + static_cast<int>(left.size()) == 3, "stop() hands back every job the stall held");
+}
+
+}  // namespace
+
+int main() {
+  const std::vector<std::pair<const char*, void (*)()>> tests = {
+      {"a one-question job is one decode", test_one_question_is_one_decode},
+      {"prefixes sharing heads score as they do alone", test_shared_heads_score_as_alone},
+      {"a new state is not starved by its own tenant's cached stream", test_no_starvation_same_tenant},
+      {"a new state is not starved by another tenant's cached stream", test_no_starvation_other_tenant},
+      {"a stream of new jobs cannot starve an old one", test_stream_of_new_jobs_cannot_starve_an_old_one},
+      {"a cancelled job releases its prefix and sequences", test_cancelled_job_releases_everything},
+      {"a job waiting on a head whose decoder is cancelled still runs", test_waiting_on_a_head_whose_decoder_is_cancelled},
+      {"random load keeps every invariant", test_random_load_keeps_every_invariant},
+      {"a failed decode fails its jobs and leaves the scorer whole", test_decode_failure_fails_jobs_and_leaves_scorer_whole},
+      {"the liveness clock runs only while work waits", test_liveness_clock},
+      {"an injected stall holds the work until stopped", test_injected_stall_holds_work_until_stopped},
+  };
+  for (const auto& [name, fn] : tests) {
+    current = name;
+    const int before = failures;
+    fn();
+    std::printf("%s %s\n", failures == before ? "ok" : "not ok", name);
+  }
+  std::printf("%d failure(s)\n", failures);
+  return failures == 0 ? 0 : 1;
+}
