@@ -69,7 +69,8 @@ void read_load_options(const Napi::Object& o, EngineConfig* cfg) {
   Napi::Value kl = o.Get("kvLayout");
   if (kl.IsString()) cfg->layout = kl.As<Napi::String>().Utf8Value() == "shared" ? KvLayout::shared : KvLayout::copied;
   cfg->kv_cells = opt_u32(o, "kvCells", cfg->kv_cells);
-  cfg->stall_after_decodes = opt_u32(o, "faultStallAfterDecodes", 0);
+  Napi::Value st = o.Get("stepTargetMs");
+  if (st.IsNumber() && st.As<Napi::Number>().DoubleValue() > 0) cfg->step_target_ms = st.As<Napi::Number>().DoubleValue();
   Napi::Value pc = o.Get("prefixCacheTokens");
   if (pc.IsNumber()) cfg->prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
 }
@@ -137,7 +138,7 @@ class LoadWorker : public Napi::AsyncWorker {
     spec.exact_kernels = cfg_.exact_kernels;
     spec.prefix_cache_tokens = prefix_cache_tokens;
     spec.prefix_chunk = prefix_chunk(cfg_.n_batch);
-    spec.stall_after_decodes = cfg_.stall_after_decodes;
+    spec.step_target_ms = cfg_.step_target_ms;
     Lane lane;
     if (!make_lane(model_, spec, &lane)) {
       lanes_.clear();
@@ -311,6 +312,7 @@ Napi::Object Engine::Init(Napi::Env env, Napi::Object exports) {
                                         InstanceMethod("applyChatTemplate", &Engine::ApplyChatTemplate),
                                         InstanceMethod("score", &Engine::Score),
                                         InstanceMethod("cancel", &Engine::Cancel),
+                                        InstanceMethod("faultStall", &Engine::FaultStall),
                                         InstanceMethod("stats", &Engine::Stats),
                                         InstanceMethod("close", &Engine::Close),
                                     });
@@ -391,7 +393,7 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("batchSize", cfg_.n_batch);
   // How the scorer cuts work into decodes, for the service's estimate of what a request will take.
   o.Set("prefixChunk", prefix_chunk(cfg_.n_batch));
-  o.Set("stepTargetMs", ScorerOptions{}.step_target_ms);
+  o.Set("stepTargetMs", cfg_.step_target_ms);
   o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx.get()));
   o.Set("kvLayout", cfg_.layout == KvLayout::shared ? "shared" : "copied");
   o.Set("kernels", cfg_.exact_kernels ? "exact" : "fast");
@@ -564,6 +566,15 @@ Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   o.Set("stepRows", static_cast<double>(s.step_rows));
   o.Set("pending", static_cast<double>(pending_));
   return o;
+}
+
+Napi::Value Engine::FaultStall(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "faultStall(decodes: number)");
+  RequireLoaded(env);
+  const int64_t more = info[0].As<Napi::Number>().Int64Value();
+  for (Lane& lane : lanes_) lane.scorer->stall_after(static_cast<uint64_t>(std::max<int64_t>(1, more)));
+  return env.Undefined();
 }
 
 Napi::Value Engine::Close(const Napi::CallbackInfo& info) {

@@ -35,8 +35,8 @@ struct EngineConfig {
   // prompts the main lane cannot hold. 0 (or not above n_ctx) = no long lane.
   uint32_t n_ctx_long = 0;
   uint32_t n_seq_long = 2;
-  // A wedge injected for the liveness tests (LaneSpec::stall_after_decodes); 0 in service.
-  uint64_t stall_after_decodes = 0;
+  // ScorerOptions::step_target_ms.
+  double step_target_ms = ScorerOptions{}.step_target_ms;
 };
 
 class Engine : public Napi::ObjectWrap<Engine> {
@@ -61,6 +61,7 @@ class Engine : public Napi::ObjectWrap<Engine> {
   Napi::Value Cancel(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
+  Napi::Value FaultStall(const Napi::CallbackInfo& info);
 
   void RequireLoaded(Napi::Env env) const;
   // The first lane that holds the prompt; throws context_exceeded where none does.

@@ -64,7 +64,7 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
     out->max_tokens = llama_n_ctx_seq(ctx);
   }
   out->ctx.reset(ctx);
-  so.stall_after_decodes = spec.stall_after_decodes;
+  so.step_target_ms = spec.step_target_ms;
   out->scorer = std::make_unique<Scorer>(llama_model_ops(ctx, static_cast<int32_t>(spec.n_batch)), so);
   return true;
 }

@@ -39,8 +39,7 @@ struct LaneSpec {
   int32_t flash_attn = -1;  // llama_flash_attn_type: -1 auto, 0 off, 1 on
   uint32_t prefix_cache_tokens = 4096;
   uint32_t prefix_chunk = 512;
-  // ScorerOptions::stall_after_decodes: a fault for the liveness tests, 0 in service.
-  uint64_t stall_after_decodes = 0;
+  double step_target_ms = ScorerOptions{}.step_target_ms;
 };
 
 struct ContextFree {

@@ -108,7 +108,7 @@ void Scorer::loop() {
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait(lk, [this] { return stopping_ || !incoming_.empty() || !active_.empty(); });
       if (stopping_) return;
-      if (opts_.stall_after_decodes > 0 && stats_.decodes >= opts_.stall_after_decodes) {
+      if (stall_at_ > 0 && stats_.decodes >= stall_at_) {
         // The injected wedge: hold the work, decode nothing, until stopped.
         cv_.wait(lk, [this] { return stopping_; });
         return;
@@ -606,6 +606,11 @@ void Scorer::finish(std::vector<std::unique_ptr<ScoreJob>> jobs) {
     auto done = std::move(job->on_done);
     done(std::move(job));
   }
+}
+
+void Scorer::stall_after(uint64_t more) {
+  std::lock_guard<std::mutex> lk(mu_);
+  stall_at_ = stats_.decodes + std::max<uint64_t>(1, more);
 }
 
 std::vector<std::string> Scorer::audit() const {

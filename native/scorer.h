@@ -78,9 +78,6 @@ struct ScorerOptions {
   // two CPU cores), each decode carries one piece; its fixed cost is then small beside it. On a
   // GPU pieces are cheap and the batch's own bounds bind first.
   double step_target_ms = 250.0;
-  // Fault injection for the liveness tests, never set in service: after this many decodes the loop
-  // stops taking work, as a wedged scheduler would, until the scorer is stopped. 0 = off.
-  uint64_t stall_after_decodes = 0;
 };
 
 struct ScorerStats {
@@ -150,6 +147,9 @@ class Scorer {
   // in use within their slots, no prefix left marked as being in a batch. Between steps only, on
   // the thread that runs them.
   std::vector<std::string> audit() const;
+  // Fault injection for the liveness tests, never used in service: after `more` further decodes the
+  // loop stops taking work, as a wedged scheduler would, until the scorer is stopped.
+  void stall_after(uint64_t more);
 
  private:
   struct Planned {
@@ -237,6 +237,7 @@ class Scorer {
   // Liveness (under mu_): when a decode last finished, or work arrived while there was none; and
   // the decode in progress, if any.
   std::chrono::steady_clock::time_point progress_at_ = std::chrono::steady_clock::now();
+  uint64_t stall_at_ = 0;  // stall_after(): the decode count at which the loop stops; 0 = never
 
   // Loop-thread state.
   std::vector<std::unique_ptr<ScoreJob>> active_;

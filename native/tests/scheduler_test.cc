@@ -401,9 +401,9 @@ void test_liveness_clock() {
 
 void test_injected_stall_holds_work_until_stopped() {
   ScorerOptions o;
-  o.stall_after_decodes = 1;
   auto m = std::make_unique<FakeModel>(static_cast<int32_t>(o.n_batch));
   Scorer scorer(std::move(m), o, true);
+  scorer.stall_after(1);
   std::atomic<int> finished{0};
   for (int i = 0; i < 3; ++i) {
     auto job = std::make_unique<ScoreJob>();

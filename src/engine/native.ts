@@ -24,6 +24,11 @@ export interface NativeStats {
   readoutSeconds: number;
   /** What a decode costs, fitted to the decodes so far (every part 0 until it can tell them apart). */
   cost: { perDecodeMs: number; perTokenMs: number; perRowMs: number; decodesObserved: number };
+  /** Milliseconds work has waited with no decode finishing (0 while the engine holds none), over its lanes. */
+  stalledMs: number;
+  /** Tokens and logits rows of the decode running now; 0 between decodes. */
+  stepTokens: number;
+  stepRows: number;
   pending: number;
 }
 
@@ -37,6 +42,8 @@ export interface NativeEngine {
   /** false when no unsettled job holds the ticket. */
   cancel(ticket: number): boolean;
   stats(): NativeStats;
+  /** Fault injection for the liveness tests: every lane's scheduler stops after `decodes` more decodes. */
+  faultStall(decodes: number): void;
   close(): Promise<void>;
 }
 
