@@ -2,8 +2,8 @@
 // invalid value is a ConfigError with a one-line message naming the flag or variable.
 import os from 'node:os';
 import path from 'node:path';
-import { MIN_SECRET_LENGTH } from './engine/handshake.js';
-import { formatEngineAddress } from './engine/tcp.js';
+import { MIN_SECRET_LENGTH } from './engine/rpc/auth.js';
+import { formatEngineAddress } from './engine/rpc/address.js';
 import type { EngineOptions } from './engine/types.js';
 import type { HttpImplementation } from './api/route.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
@@ -109,6 +109,7 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--gpus', env: 'ARBITRA_GPUS', help: 'one engine (one model copy) per listed GPU, e.g. 0,1; requests go to the least busy, a state asked again to the one that cached it (default: one engine on every GPU the build sees)' },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
+  { flag: '--liveness-seconds', env: 'ARBITRA_ENGINE_LIVENESS_SECONDS', help: 'an engine that holds work and finishes no decode for this long, plus ten times what the decode in progress should take, is wedged: /health says so and it is restarted (default 30)' },
   { flag: '--max-keys-per-user', env: 'ARBITRA_MAX_KEYS_PER_USER', help: `active (unrevoked) API keys a user may hold, else 409 (default ${DEFAULT_MAX_KEYS_PER_USER})` },
   { flag: '--limits', env: 'ARBITRA_LIMITS', help: `limits preset: ${Object.keys(LIMITS_PRESETS).join(' or ')}; each limit variable overrides it (default ${LIMITS_DEFAULTS.preset})` },
 ];
@@ -127,6 +128,7 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'ARBITRA_ENGINE_CA', help: 'PEM file of a certificate authority to trust for tls:// engines, besides the system\'s' },
   { env: 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', help: 'idempotency entry lifetime (default 86400)' },
   { env: 'ARBITRA_IDEMPOTENCY_MAX', help: 'idempotency entries kept per key (default 2048)' },
+  { env: 'ARBITRA_FAULT_ENGINE_STALL', help: 'tests only: the engine\'s scheduler stops after this many decodes, to show a wedge healing (default unset)' },
 ];
 
 /** Reads `--flag value` / `--flag=value` pairs; an unknown flag or a missing value is an error. */
@@ -199,6 +201,13 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (kernels !== undefined) engine.kernels = kernels;
   const gpuLayers = int('--gpu-layers', 0, 100_000);
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
+  const liveness = int('--liveness-seconds', 1, 86_400);
+  if (liveness !== undefined) engine.livenessSeconds = liveness;
+  const stall = env.ARBITRA_FAULT_ENGINE_STALL;
+  if (stall) {
+    if (!/^\d+$/.test(stall) || Number(stall) < 1) throw new ConfigError(`ARBITRA_FAULT_ENGINE_STALL must be a positive integer, got ${JSON.stringify(stall)}`);
+    engine.faultStallAfterDecodes = Number(stall);
+  }
 
   const workers = int('--workers', 0, 1024) ?? os.availableParallelism();
   const gpus = gpuList(raw('--gpus'));

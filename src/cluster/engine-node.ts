@@ -1,14 +1,21 @@
 // `arbitra engine --listen HOST:PORT`: a machine that holds the model for API nodes elsewhere
-// (`arbitra serve --engines`). One process, one model copy, the same scorer as a local engine; its
-// socket is TCP (TLS with --tls-cert/--tls-key) behind the shared-secret handshake. A machine with
-// several GPUs runs one per GPU, each with its own CUDA_VISIBLE_DEVICES and port.
+// (`arbitra serve --engines`). One process, one model copy, the same scorer and the same engine
+// service as a local engine, on TCP (TLS with --tls-cert/--tls-key), every call proving the shared
+// secret. A machine with several GPUs runs one per GPU, each with its own CUDA_VISIBLE_DEVICES and
+// port. An engine that wedges exits (code 70) for its service manager to restart it, as the
+// primary of `arbitra serve` restarts a local one; its health service says NOT_SERVING meanwhile.
 import fs from 'node:fs';
 import type { Config } from '../config.js';
 import { createModelCatalog } from '../api/routes/models.js';
 import { createLocalEngine } from '../engine/local.js';
-import { serveEngineTcp, type TlsFiles } from '../engine/tcp.js';
+import { DEFAULT_ENGINE_OPTIONS } from '../engine/llama-engine.js';
+import { serveEngine, type TlsFiles } from '../engine/rpc/server.js';
+import { watchLiveness } from '../engine/watchdog.js';
 import { resolveModel, StartupError } from './preflight.js';
 import { runSelfTest } from './self-test.js';
+
+/** EX_SOFTWARE: the service manager restarts the engine (Restart=on-failure). */
+export const WEDGED_EXIT_CODE = 70;
 
 export interface EngineNode {
   address: string;
@@ -35,11 +42,7 @@ export async function runEngineNode(config: Config, log: (line: string) => void)
   const local = await createLocalEngine(modelPath, config.engine);
   let server;
   try {
-    server = await serveEngineTcp(
-      { scoreText: (request, signal) => local.scoreText(request, signal), info: () => local.info(), stats: () => local.stats() },
-      { ...config.listen, secret: config.engineSecret!, tls },
-      log,
-    );
+    server = await serveEngine(local, { ...config.listen, secret: config.engineSecret!, tls }, log);
   } catch (err) {
     await local.close();
     const code = (err as NodeJS.ErrnoException).code;
@@ -48,9 +51,18 @@ export async function runEngineNode(config: Config, log: (line: string) => void)
   const info = await local.info();
   log(`arbitra engine listening on ${server.address} (model ${modelId}, backend ${info.backend}, ${tls ? 'TLS' : 'no TLS: keep it on a private network'})`);
   if (config.selfTest) runSelfTest(local, info, modelId, log);
+  const watchdog = watchLiveness({
+    stats: async () => local.stats(),
+    floorMs: (config.engine.livenessSeconds ?? DEFAULT_ENGINE_OPTIONS.livenessSeconds) * 1000,
+    onWedged: (why) => {
+      log(`arbitra engine is wedged: ${why}; exiting for the service manager to restart it`);
+      process.exit(WEDGED_EXIT_CODE);
+    },
+  });
   return {
     address: server.address,
     async stop() {
+      watchdog.stop();
       await server.close();
       await local.close();
     },

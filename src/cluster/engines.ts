@@ -40,15 +40,10 @@ export interface EngineSet {
  * which every engine's facts must match, and all of them must load the very same file: the answer
  * may not depend on which engine gave it.
  */
-export function startEngines(
-  config: Config,
-  model: { id: string; path: string | null },
-  log: (line: string) => void,
-  onRelayed: (engine: number) => void,
-): EngineSet {
+export function startEngines(config: Config, model: { id: string; path: string | null }, log: (line: string) => void): EngineSet {
   if (!config.engines) {
     const modelPath = model.path!;
-    const hosts = (config.gpus ?? [null]).map((device, id) => startEngineHost({ id, device, modelPath, engine: config.engine, log, onRelayed: () => onRelayed(id) }));
+    const hosts = (config.gpus ?? [null]).map((device, id) => startEngineHost({ id, device, modelPath, engine: config.engine, log }));
     return { hosts, local: true };
   }
   const ca = readCa(config);
@@ -61,7 +56,7 @@ export function startEngines(
     return null;
   };
   const hosts = config.engines.map((address, id) =>
-    watchRemoteEngine({ id, address, secret: config.engineSecret!, ca, accept, log, onRelayed: () => onRelayed(id) }),
+    watchRemoteEngine({ id, address, secret: config.engineSecret!, ca, accept, livenessSeconds: config.engine.livenessSeconds, log }),
   );
   return { hosts, local: false };
 }

@@ -26,8 +26,8 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
   const modelId = createModelCatalog(modelPath ?? config.model, config.modelAliases).id;
 
   let hosts: EngineHost[] = [];
-  const engineMetrics = registerEngineMetrics(() => hosts);
-  const engines = startEngines(config, { id: modelId, path: modelPath }, log, engineMetrics.relayed);
+  registerEngineMetrics(() => hosts);
+  const engines = startEngines(config, { id: modelId, path: modelPath }, log);
   hosts = engines.hosts;
   // One purge schedule for the whole data dir, off the event loop in a piscina thread.
   const purge = startPurgeScheduler(config.store, config.limits.purgeIntervalSeconds * 1000, {

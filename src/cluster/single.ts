@@ -47,9 +47,12 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   };
 
   let implementation: 'uws' | 'node' = 'node';
+  // One process holds the engine here, so a wedged one cannot be restarted beside the server: it
+  // is reported (/health 503), and a service manager that restarts on a failed health check heals it.
+  const engineStatus = (): EngineStatus => (status === 'ready' && local?.stats().wedged ? 'wedged' : status);
   const deps = createAppDeps(config, {
     engine,
-    engines: () => [{ engine: 0, device: null, status }],
+    engines: () => [{ engine: 0, device: null, status: engineStatus() }],
     store,
     workers: 0,
     httpImplementation: () => implementation,

@@ -25,8 +25,10 @@ export interface DecideOptions {
   tenant?: string;
   /** Aborts the engine work: the client left or the deadline passed. */
   signal?: AbortSignal;
-  /** Milliseconds left before the request's deadline: the engine refuses work it cannot finish in them. */
+  /** Milliseconds left before the request's deadline: the engine drops the work when they run out. */
   deadlineMs?: number;
+  /** The engine refuses, before doing any of it, work it reckons it cannot finish in deadlineMs. */
+  admitByCost?: boolean;
   /** The most prompt tokens (state once plus every branch) the request may use; absent: no cap. */
   maxRequestTokens?: number;
 }
@@ -138,7 +140,16 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
   let result;
   try {
     result = await engine.scoreText(
-      { system: layout.system, prefix: contextBlock(req.state), branches, maxPromptTokens: opts.maxPromptTokens, tenant: opts.tenant, deadlineMs: opts.deadlineMs, maxRequestTokens: opts.maxRequestTokens },
+      {
+        system: layout.system,
+        prefix: contextBlock(req.state),
+        branches,
+        maxPromptTokens: opts.maxPromptTokens,
+        tenant: opts.tenant,
+        deadlineMs: opts.deadlineMs,
+        admitByCost: opts.admitByCost,
+        maxRequestTokens: opts.maxRequestTokens,
+      },
       opts.signal,
     );
   } catch (err) {

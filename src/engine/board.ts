@@ -1,18 +1,14 @@
 // One engine as the cluster primary presents it to the HTTP workers, whatever runs it (a local
-// engine process or a remote engine node): its status, broadcast to every worker and sent to a
-// worker that asks, and the relay of scoring requests from workers that cannot reach the engine
-// themselves. A worker's relayed requests are cancelled when it asks, or when it dies.
+// engine process or a remote engine node): its state, where it listens while ready, and why it is
+// not, broadcast to every worker and sent to a worker that asks.
 import type { Worker } from 'node:cluster';
-import { ENGINE_CH, isEngineMessage, wireError, type EngineState, type WorkerEngineMessage } from './ipc.js';
+import { ENGINE_CH, isEngineMessage, type EngineState, type WorkerEngineMessage } from './ipc.js';
 import type { EngineInfo, EngineService, EngineStats } from './types.js';
 
 export interface BoardSource {
   state(): EngineState;
-  /** What the workers are told besides the state: the facts, where to connect while ready, why it is not. */
-  details(): { info?: EngineInfo; socket?: string; message?: string };
-  scoreText: EngineService['scoreText'];
-  /** Called for every relayed request that reaches a ready engine. */
-  onRelayed(): void;
+  /** What the workers are told besides the state: the facts and where to connect while ready. */
+  details(): { info?: EngineInfo; address?: string };
 }
 
 export interface EngineBoard {
@@ -27,8 +23,8 @@ export function engineBoard(source: BoardSource): EngineBoard {
   function tell(worker: Worker): void {
     if (!worker.isConnected()) return;
     const state = source.state();
-    const { info, socket, message } = source.details();
-    worker.send({ ch: ENGINE_CH, type: 'status', ...state, info, socket: state.status === 'ready' ? socket : undefined, message } satisfies WorkerEngineMessage);
+    const { info, address } = source.details();
+    worker.send({ ch: ENGINE_CH, type: 'status', ...state, info, address: state.status === 'ready' ? address : undefined } satisfies WorkerEngineMessage);
   }
 
   return {
@@ -37,30 +33,9 @@ export function engineBoard(source: BoardSource): EngineBoard {
     },
     attach(worker) {
       workers.add(worker);
-      const engine = source.state().engine;
-      // This worker's relayed requests still running, by its ids, so its cancels (and its death) reach them.
-      const outstanding = new Map<number, AbortController>();
-      worker.on('exit', () => {
-        workers.delete(worker);
-        for (const aborter of outstanding.values()) aborter.abort();
-      });
+      worker.on('exit', () => workers.delete(worker));
       worker.on('message', (msg: unknown) => {
-        if (!isEngineMessage(msg)) return;
-        if (msg.type === 'subscribe') return tell(worker);
-        if ((msg.type !== 'cancel' && msg.type !== 'request') || msg.engine !== engine) return;
-        if (msg.type === 'cancel') return outstanding.get(msg.id)?.abort();
-        const aborter = new AbortController();
-        outstanding.set(msg.id, aborter);
-        // Counted when it reaches the engine: a refusal while the engine is down says nothing about the path.
-        if (source.state().status === 'ready') source.onRelayed();
-        const reply = (res: { ok: true; result: unknown } | { ok: false; error: ReturnType<typeof wireError> }): void => {
-          outstanding.delete(msg.id);
-          if (worker.isConnected()) worker.send({ ch: ENGINE_CH, type: 'response', id: msg.id, ...res } satisfies WorkerEngineMessage);
-        };
-        source.scoreText(msg.payload, aborter.signal).then(
-          (result) => reply({ ok: true, result }),
-          (err: unknown) => reply({ ok: false, error: wireError(err) }),
-        );
+        if (isEngineMessage(msg) && msg.type === 'subscribe') tell(worker);
       });
     },
   };
@@ -74,7 +49,10 @@ export interface EngineHost extends EngineService, Pick<EngineBoard, 'attach'> {
   /** Resolves with the model facts once the first load (or connection) succeeded; rejects if it failed. */
   ready: Promise<EngineInfo>;
   state(): EngineState;
+  /** Times the engine came back after it died, was restarted or reconnected. */
   restarts(): number;
+  /** Times it was found wedged (and, when local, killed to be restarted). */
+  wedges(): number;
   /** The engine's counters, null when it cannot answer within a second. */
   stats(): Promise<EngineStats | null>;
   /** Stops restarting (or reconnecting to) the engine at once, then lets it go once `drained` settles (the workers' in-flight requests). */
@@ -84,12 +62,13 @@ export interface EngineHost extends EngineService, Pick<EngineBoard, 'attach'> {
 }
 
 /** A host from what only it knows; the board and the engine-service face are the same for every kind. */
-export function engineHost(parts: BoardSource & Pick<EngineHost, 'ready' | 'restarts' | 'stats' | 'stop'>): EngineHost {
+export function engineHost(parts: BoardSource & Omit<EngineHost, 'attach' | 'publish' | 'info' | 'state'> & { state(): EngineState }): EngineHost {
   const board = engineBoard(parts);
   return {
     ready: parts.ready,
     state: parts.state,
     restarts: parts.restarts,
+    wedges: parts.wedges,
     stats: parts.stats,
     info: () => parts.ready,
     scoreText: parts.scoreText,

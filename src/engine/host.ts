@@ -1,14 +1,18 @@
 // An engine host lives in the cluster primary, one per engine: it forks the engine process (one
-// model copy, on its GPU when `--gpus` names one), tells workers whether it is up and where its
-// socket is (they send their scoring requests there directly), and restarts it when it dies. A
-// worker that cannot reach the socket sends its requests here instead; they are relayed, and counted.
+// model copy, on its GPU when `--gpus` names one), tells the workers whether it is up and where it
+// listens (they send their scoring requests there directly), restarts it when it dies, and kills
+// and restarts it when it wedges: a wedged engine heals as a killed one does.
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { engineHost, type EngineHost } from './board.js';
-import { ENGINE_CONFIG_ENV, type EngineState, type EngineStatus, type ProcessEngineMessage, type WireError } from './ipc.js';
-import { removeEngineSocket } from './socket.js';
-import { cancelledError, EngineError, type EngineInfo, type EngineOptions, type EngineStats, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { ENGINE_CONFIG_ENV, type EngineState, type EngineStatus, type ProcessEngineMessage } from './ipc.js';
+import { DEFAULT_ENGINE_OPTIONS } from './llama-engine.js';
+import { openEngineChannel, type EngineChannel } from './rpc/client.js';
+import { parseEngineAddress } from './rpc/address.js';
+import { removeEngineSocket } from './rpc/socket-dir.js';
+import { EngineError, type EngineInfo, type EngineOptions, type EngineStats, type TextScoreRequest, type TextScoreResult } from './types.js';
+import { watchLiveness, type Watchdog } from './watchdog.js';
 
 const RESTART_BASE_MS = 500;
 const RESTART_MAX_MS = 30_000;
@@ -22,27 +26,23 @@ export interface EngineHostOptions {
   modelPath: string;
   engine: Partial<EngineOptions>;
   log: (line: string) => void;
-  /** Called for every request a worker relayed through the primary. */
-  onRelayed: () => void;
-}
-
-interface Relay {
-  reply: (msg: ProcessEngineMessage & { type: 'response' }) => void;
 }
 
 export function startEngineHost(opts: EngineHostOptions): EngineHost {
   const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), 'process-main.js');
-  const relays = new Map<number, Relay>();
-  let nextId = 1;
+  const floorMs = (opts.engine.livenessSeconds ?? DEFAULT_ENGINE_OPTIONS.livenessSeconds) * 1000;
   let child: ChildProcess | null = null;
+  let channel: EngineChannel | null = null;
+  let watchdog: Watchdog | null = null;
   let status: EngineStatus = 'loading';
   let info: EngineInfo | undefined;
-  let socket: string | undefined;
+  let address: string | undefined;
   let statusMessage: string | undefined;
   let stopping = false;
   let everReady = false;
   let failures = 0;
   let restarts = 0;
+  let wedges = 0;
   let resolveReady: (info: EngineInfo) => void = () => {};
   let rejectReady: (err: Error) => void = () => {};
   const ready = new Promise<EngineInfo>((resolve, reject) => {
@@ -52,7 +52,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   ready.catch(() => {});
 
   function state(): EngineState {
-    return { engine: opts.id, device: opts.device, status };
+    return { engine: opts.id, device: opts.device, status, ...(statusMessage && status !== 'ready' ? { message: statusMessage } : {}) };
   }
 
   function setStatus(next: EngineStatus, message?: string): void {
@@ -61,22 +61,12 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     host.publish();
   }
 
-  function failRelays(error: WireError): void {
-    for (const [id, relay] of relays) relay.reply({ type: 'response', id, ok: false, error });
-    relays.clear();
-  }
-
-  function request(op: ProcessEngineMessage & { type: 'request' }, relay: Relay): void {
-    if (!child?.connected || status !== 'ready') {
-      relay.reply({ type: 'response', id: op.id, ok: false, error: { code: 'unavailable', message: 'the engine is not running; retry shortly' } });
-      return;
-    }
-    relays.set(op.id, relay);
-    child.send(op);
-  }
-
-  function cancel(id: number): void {
-    if (relays.has(id) && child?.connected) child.send({ type: 'cancel', id } satisfies ProcessEngineMessage);
+  function wedged(proc: ChildProcess, why: string): void {
+    if (child !== proc || stopping) return;
+    wedges++;
+    opts.log(`engine ${opts.id} is wedged: ${why}; killing it to restart it`);
+    setStatus('wedged', `the engine stopped making progress (${why}) and is being restarted`);
+    proc.kill('SIGKILL');
   }
 
   function spawn(): void {
@@ -95,24 +85,26 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     proc.on('message', (msg: ProcessEngineMessage) => {
       if (msg.type === 'ready') {
         info = msg.info;
-        socket = msg.socket;
+        address = msg.address;
+        channel = openEngineChannel(msg.address);
+        const own = channel;
+        watchdog = watchLiveness({ stats: (ms) => own.stats(ms), floorMs, onWedged: (why) => wedged(proc, why) });
         everReady = true;
         setStatus('ready');
         resolveReady(msg.info);
       } else if (msg.type === 'failed') {
         if (!everReady) rejectReady(new Error(msg.error.message));
         statusMessage = msg.error.message;
-      } else if (msg.type === 'response') {
-        const relay = relays.get(msg.id);
-        relays.delete(msg.id);
-        relay?.reply(msg);
       }
     });
     proc.on('exit', (code, signal) => {
       child = null;
-      if (socket) removeEngineSocket(socket);
-      socket = undefined;
-      failRelays({ code: 'unavailable', message: 'the engine process stopped while answering; retry shortly' });
+      watchdog?.stop();
+      watchdog = null;
+      channel?.close();
+      channel = null;
+      if (address && 'path' in parseEngineAddress(address)) removeEngineSocket(address);
+      address = undefined;
       if (stopping) return;
       if (!everReady) {
         rejectReady(new Error(statusMessage ?? `the engine process exited during start-up (${signal ?? `code ${code}`})`));
@@ -122,7 +114,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       failures = Date.now() - bornAt > 60_000 ? 1 : failures + 1;
       const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (failures - 1));
       opts.log(`engine ${opts.id} process exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
-      setStatus('down', 'the engine is restarting');
+      setStatus('down', status === 'wedged' ? `${statusMessage}; restarting` : 'the engine is restarting');
       setTimeout(() => {
         if (stopping) return;
         setStatus('loading', 'the engine is restarting');
@@ -131,54 +123,26 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     });
   }
 
-  function stats(): Promise<EngineStats | null> {
-    return new Promise<EngineStats | null>((resolve) => {
-      const id = nextId++;
-      const timer = setTimeout(() => {
-        relays.delete(id);
-        resolve(null);
-      }, STATS_TIMEOUT_MS);
-      request(
-        { type: 'request', id, op: 'stats' },
-        {
-          reply: (msg) => {
-            clearTimeout(timer);
-            resolve(msg.ok ? (msg.result as EngineStats) : null);
-          },
-        },
-      );
-    });
+  function scoreText(payload: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
+    if (!channel || status !== 'ready') return Promise.reject(new EngineError('unavailable', 'the engine is not running; retry shortly'));
+    return channel.score(payload, signal);
   }
 
-  function scoreText(payload: TextScoreRequest, signal?: AbortSignal): Promise<TextScoreResult> {
-    return new Promise<TextScoreResult>((resolve, reject) => {
-      if (signal?.aborted) return reject(cancelledError());
-      const id = nextId++;
-      const onAbort = (): void => cancel(id);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      request(
-        { type: 'request', id, op: 'score', payload },
-        {
-          reply: (msg) => {
-            signal?.removeEventListener('abort', onAbort);
-            if (msg.ok) resolve(msg.result as TextScoreResult);
-            else reject(new EngineError(msg.error.code, msg.error.message, msg.error.details ?? {}));
-          },
-        },
-      );
-    });
+  async function stats(): Promise<EngineStats | null> {
+    return channel ? channel.stats(STATS_TIMEOUT_MS).catch(() => null) : null;
   }
 
   const host = engineHost({
     ready,
     state,
-    details: () => ({ info, socket, message: statusMessage }),
+    details: () => ({ info, address }),
     scoreText,
-    onRelayed: opts.onRelayed,
     restarts: () => restarts,
+    wedges: () => wedges,
     stats,
     async stop(drained) {
       stopping = true;
+      watchdog?.stop();
       await drained;
       const proc = child;
       if (!proc) return;

@@ -19,6 +19,9 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   gpuLayers: 999,
   prefixCacheTokens: 4096,
   kernels: 'exact',
+  livenessSeconds: 30,
+  faultStallAfterDecodes: 0,
+  stepTargetMs: 250,
 };
 
 export interface ScoreBranchTokens {
@@ -148,6 +151,11 @@ export class LlamaEngine {
 
   stats(): NativeStats {
     return this.native.stats();
+  }
+
+  /** Fault injection for the liveness tests (EngineOptions.faultStallAfterDecodes), never used in service. */
+  faultStall(decodes: number): void {
+    this.native.faultStall(decodes);
   }
 
   close(): Promise<void> {

@@ -6,7 +6,8 @@ import { branchesThatFit, DEADLINE_SHARE, isMeasured, WorkLedger, workMs, type D
 import { groupBranchHeads, type BranchGroup } from './branch-heads.js';
 import { promptFrame, type PromptFrame } from './frame.js';
 import { findDigitLabels, findOptionLabels, findYesNo } from './labels.js';
-import { LlamaEngine, type ScoreOutcome } from './llama-engine.js';
+import { DEFAULT_ENGINE_OPTIONS, LlamaEngine, type ScoreOutcome } from './llama-engine.js';
+import { livenessBoundMs } from './liveness.js';
 import { EngineError, type EngineInfo, type EngineStats, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 import { warmUp } from './warm-up.js';
 
@@ -51,10 +52,14 @@ export class LocalEngine implements EngineService {
   private readonly frames = new Map<string | null, FrameTokens>();
   /** The work in hand, in estimated engine milliseconds, worn down by the time the engine spends. */
   private readonly ledger: WorkLedger;
+  /** Requests admission refused, by reason. */
+  private readonly refusals = { tooCostly: 0, busy: 0 };
 
   private constructor(
     readonly engine: LlamaEngine,
     private readonly engineInfo: EngineInfo,
+    /** The liveness floor (EngineOptions.livenessSeconds). */
+    private readonly livenessFloorMs: number,
   ) {
     this.ledger = new WorkLedger(() => {
       const s = engine.stats();
@@ -65,6 +70,8 @@ export class LocalEngine implements EngineService {
   static async create(modelPath: string, options: Partial<EngineOptions> = {}): Promise<LocalEngine> {
     const engine = await LlamaEngine.load(modelPath, options);
     await warmUp(engine);
+    // Counted from here: the load's warm-up decodes are not the requests' a liveness test stalls.
+    if (options.faultStallAfterDecodes) engine.faultStall(options.faultStallAfterDecodes);
     const tokenize = (text: string) => engine.tokenize(text, { addSpecial: false, parseSpecial: false });
     const info: EngineInfo = {
       ...engine.facts,
@@ -73,7 +80,7 @@ export class LocalEngine implements EngineService {
       digitLabels: findDigitLabels(tokenize),
       ...findYesNo(tokenize),
     };
-    return new LocalEngine(engine, info);
+    return new LocalEngine(engine, info, (options.livenessSeconds ?? DEFAULT_ENGINE_OPTIONS.livenessSeconds) * 1000);
   }
 
   async info(): Promise<EngineInfo> {
@@ -131,7 +138,13 @@ export class LocalEngine implements EngineService {
       });
     }
     const groups = groupBranchHeads(suffixes);
-    const ticket = this.admit(request, { prefixTokens: prefix.length + groups.reduce((n, g) => n + g.head.length, 0), suffixTokens: groups.flatMap((g) => g.members.map((m) => m.rest.length)) });
+    let ticket: number;
+    try {
+      ticket = this.admit(request, { prefixTokens: prefix.length + groups.reduce((n, g) => n + g.head.length, 0), suffixTokens: groups.flatMap((g) => g.members.map((m) => m.rest.length)) });
+    } catch (err) {
+      if (err instanceof EngineError && (err.code === 'too_costly' || err.code === 'busy')) this.refusals[err.code === 'busy' ? 'busy' : 'tooCostly']++;
+      throw err;
+    }
     let outcome: ScoreOutcome;
     try {
       outcome = await this.scoreGroups(prefix, groups, request, signal);
@@ -151,7 +164,9 @@ export class LocalEngine implements EngineService {
   }
 
   stats(): EngineStats {
-    return { ...this.engine.stats(), workInHandMs: this.ledger.pendingMs() };
+    const native = this.engine.stats();
+    const bound = livenessBoundMs(native, this.livenessFloorMs);
+    return { ...native, workInHandMs: this.ledger.pendingMs(), admissionRefusals: { ...this.refusals }, livenessBoundMs: bound, wedged: native.stalledMs > bound };
   }
 
   /** What a decode costs here, as the scorer has measured it so far. */
@@ -175,7 +190,7 @@ export class LocalEngine implements EngineService {
     const cost = this.cost();
     const plan: DecodePlan = this.engineInfo;
     const ms = isMeasured(cost) ? workMs(cost, work, plan) : 0;
-    const budgetMs = (request.deadlineMs ?? Infinity) * DEADLINE_SHARE;
+    const budgetMs = request.admitByCost ? (request.deadlineMs ?? Infinity) * DEADLINE_SHARE : Infinity;
     const verdict = this.ledger.admit(request.tenant ?? '', ms, budgetMs);
     if (verdict.admit) return verdict.ticket;
     const branches = work.suffixTokens.length;

@@ -48,6 +48,18 @@ export interface EngineOptions {
   /** Idle cached prefix tokens kept in the KV cache for the prefix cache. */
   prefixCacheTokens: number;
   kernels: Kernels;
+  /**
+   * Liveness: the engine is wedged when work has waited this long with no decode finishing, plus
+   * ten times what the decode in progress should take by the measured cost (liveness.ts).
+   */
+  livenessSeconds: number;
+  /** Fault injection for the liveness tests, never set in service: the scheduler stops after this many decodes once loaded. 0 = off. */
+  faultStallAfterDecodes: number;
+  /**
+   * A decode is filled only while its measured cost stays under this (its first piece goes whole):
+   * how long a newcomer may wait behind work already running, against how much each decode carries.
+   */
+  stepTargetMs: number;
 }
 
 export interface ModelFacts {
@@ -129,10 +141,12 @@ export interface TextScoreRequest {
   /** Whose request it is (an API key id): the engine shares its batches fairly between tenants. */
   tenant?: string;
   /**
-   * Milliseconds the request has left before its deadline: work the engine reckons it cannot finish
-   * in them is refused (`too_costly`, `busy`) before any of it is done. Absent: no deadline.
+   * Milliseconds the request has left before its deadline: the engine drops its work when they run
+   * out (a remote call carries them as its gRPC deadline). Absent: no deadline.
    */
   deadlineMs?: number;
+  /** Refuse (`too_costly`, `busy`), before any of it is done, work the engine reckons it cannot finish before the deadline. */
+  admitByCost?: boolean;
   /** Refuse (`too_costly`) a request whose prompt tokens, its prefix once plus every suffix, exceed this; absent or 0: no cap. */
   maxRequestTokens?: number;
 }
@@ -151,9 +165,20 @@ export interface TextScoreResult {
 
 /**
  * `too_costly`: the work alone would outlast the time the request has; `busy`: it would fit alone,
- * but not behind the work the engine already holds (retry later).
+ * but not behind the work the engine already holds (retry later); `deadline_exceeded`: no answer
+ * came before the request's deadline, and the engine dropped the work.
  */
-export type EngineErrorCode = 'context_exceeded' | 'too_costly' | 'busy' | 'invalid_request' | 'load_failed' | 'unavailable' | 'closed' | 'cancelled' | 'internal';
+export type EngineErrorCode =
+  | 'context_exceeded'
+  | 'too_costly'
+  | 'busy'
+  | 'invalid_request'
+  | 'load_failed'
+  | 'unavailable'
+  | 'closed'
+  | 'cancelled'
+  | 'deadline_exceeded'
+  | 'internal';
 
 export class EngineError extends Error {
   constructor(
@@ -166,13 +191,19 @@ export class EngineError extends Error {
   }
 }
 
-/** The scorer's counters, and the work the engine has admitted and not yet done. */
+/** The scorer's counters, the work the engine has admitted and not yet done, and its liveness. */
 export interface EngineStats extends NativeStats {
   /** Estimated engine milliseconds of it, as admission reckons it. */
   workInHandMs: number;
+  /** Requests refused before any work: too costly for their deadline alone, or behind the work in hand (busy). */
+  admissionRefusals: { tooCostly: number; busy: number };
+  /** How long work may wait with no decode finishing before the engine counts as wedged (liveness.ts). */
+  livenessBoundMs: number;
+  /** stalledMs has passed livenessBoundMs: the engine holds work it is not doing. */
+  wedged: boolean;
 }
 
-/** What the HTTP workers use; implemented in-process (tests, single process) and over IPC (cluster). */
+/** What the HTTP workers use; implemented in-process (tests, single process) and over the engine service (cluster, remote engines). */
 export interface EngineService {
   info(): Promise<EngineInfo>;
   /** Rejects with `cancelled` once `signal` aborts; the engine drops the rest of the work at its next batch. */

@@ -1,20 +1,21 @@
 // The engines' gauges, in the cluster primary's registry (the cluster metrics aggregation merges them
 // with the workers'), one series per engine under the label `engine`. Every gauge's collect() awaits
 // one stats call per engine shared by the whole scrape, so no gauge is read before the numbers arrive.
-import { Counter, Gauge } from 'prom-client';
+import { Gauge } from 'prom-client';
 import type { EngineState } from '../engine/ipc.js';
 import type { EngineStats } from '../engine/types.js';
 
 export interface EngineMetricsSource {
   state(): EngineState;
   restarts(): number;
+  wedges(): number;
   stats(): Promise<EngineStats | null>;
 }
 
 const SHARED_MS = 250;
 
-/** Registers the gauges over whatever `engines()` holds at scrape time; returns the relay counter's increment. */
-export function registerEngineMetrics(engines: () => readonly EngineMetricsSource[]): { relayed(engine: number): void } {
+/** Registers the gauges over whatever `engines()` holds at scrape time. */
+export function registerEngineMetrics(engines: () => readonly EngineMetricsSource[]): void {
   const shared = new Map<number, { at: number; stats: Promise<EngineStats | null> }>();
   const statsOf = (source: EngineMetricsSource): Promise<EngineStats | null> => {
     const id = source.state().engine;
@@ -61,16 +62,27 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
   fromStats('arbitra_engine_cached_prefixes', 'Prefixes kept in the KV cache', (s) => s.cachedPrefixes);
   fromStats('arbitra_engine_decode_seconds_total', 'Seconds spent in llama_decode since the engine started', (s) => s.decodeSeconds);
   fromStats('arbitra_engine_readout_seconds_total', 'Seconds spent reading log-probs out of the logits since the engine started', (s) => s.readoutSeconds);
-  perEngine('arbitra_engine_up', '1 when the engine process has its model loaded', (source) => (source.state().status === 'ready' ? 1 : 0));
-  perEngine('arbitra_engine_restarts_total', 'Engine process restarts after a crash', (source) => source.restarts());
-  const relayed = new Counter({
-    name: 'arbitra_engine_relayed_requests_total',
-    help: 'Scoring requests of HTTP workers relayed to an engine through the primary (workers that could not reach the engine socket)',
-    labelNames: ['engine'],
-    // A series from the first scrape on, 0 until a request is relayed: "none" is an answer too.
-    collect() {
-      for (const source of engines()) this.inc({ engine: String(source.state().engine) }, 0);
+  new Gauge({
+    name: 'arbitra_engine_admission_refusals_total',
+    help: 'Requests the engine refused before doing any work: too_costly (more than their deadline allows alone, 422) or busy (not behind the work in hand, 429)',
+    labelNames: ['engine', 'reason'],
+    async collect() {
+      this.reset();
+      await Promise.all(
+        engines().map(async (source) => {
+          const s = await statsOf(source);
+          if (!s) return;
+          const engine = String(source.state().engine);
+          this.set({ engine, reason: 'too_costly' }, s.admissionRefusals.tooCostly);
+          this.set({ engine, reason: 'busy' }, s.admissionRefusals.busy);
+        }),
+      );
     },
   });
-  return { relayed: (engine) => relayed.inc({ engine: String(engine) }) };
+  fromStats('arbitra_engine_stalled_seconds', 'Seconds the engine has held work without finishing a decode (0 while it holds none)', (s) => s.stalledMs / 1000);
+  fromStats('arbitra_engine_liveness_bound_seconds', 'How long the engine may hold work without finishing a decode before it counts as wedged', (s) => s.livenessBoundMs / 1000);
+  perEngine('arbitra_engine_up', '1 when the engine process has its model loaded', (source) => (source.state().status === 'ready' ? 1 : 0));
+  perEngine('arbitra_engine_wedged', '1 while the engine is judged wedged: it holds work and has finished no decode within its liveness bound', (source) => (source.state().status === 'wedged' ? 1 : 0));
+  perEngine('arbitra_engine_restarts_total', 'Engine process restarts (or reconnections to a remote engine) after it died or wedged', (source) => source.restarts());
+  perEngine('arbitra_engine_wedges_total', 'Times the engine was found wedged (a local one is then killed and restarted)', (source) => source.wedges());
 }

@@ -32,6 +32,8 @@ const PACKAGE_OWNERS: Record<string, string> = {
   uwebsockets: 'src/http/',
   'prom-client': 'src/metrics/',
   piscina: 'src/workers/',
+  '@grpc/grpc-js': 'src/engine/rpc/',
+  '@grpc/proto-loader': 'src/engine/rpc/',
 };
 
 const files = sourceFiles(root, 'src');

@@ -1,13 +1,12 @@
-// Scoring goes from the HTTP workers straight to the engine process's socket, not through the
-// primary: the primary's count of relayed requests stays 0 while every worker answers decisions,
-// and stays 0 after the engine is killed and restarted (the workers connect to the new socket; the
-// killed engine's is removed). A worker that cannot reach the socket relays through the primary,
-// and the count shows it.
+// Scoring goes from the HTTP workers straight to the engine service on the engine process's
+// private socket; after the engine is killed and restarted the workers call its new socket (the
+// killed engine's is removed). A worker that cannot reach the engine answers 503 with Retry-After
+// at once, and says why in the log: it never holds a request waiting for an engine it cannot reach.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { cannotRun, metricValue, startServer, type Server } from '../integration/helpers/server.js';
+import { cannotRun, startServer, type Reply, type Server } from '../integration/helpers/server.js';
 import { serveChildren } from './processes.js';
 
 const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
@@ -23,10 +22,6 @@ function socketOf(pid: number): string | null {
   return dirs.length === 1 ? path.join(os.tmpdir(), dirs[0]!, 'engine.sock') : null;
 }
 
-async function relayed(server: Server): Promise<number | null> {
-  return metricValue((await server.call('/metrics')).text, 'arbitra_engine_relayed_requests_total');
-}
-
 /** Decisions on new connections (spread over the workers by the kernel): their statuses. */
 async function decisions(server: Server, key: string, count: number): Promise<number[]> {
   const statuses: number[] = [];
@@ -36,8 +31,6 @@ async function decisions(server: Server, key: string, count: number): Promise<nu
 
 if (cannotRun) {
   t.plan(0, cannotRun);
-} else if (process.platform === 'win32') {
-  t.plan(0, 'the engine socket is a Unix socket; Windows keeps the relay');
 } else {
   const server = await startServer(t.testdir(), { workers: 2 });
   t.teardown(() => server.stop());
@@ -48,8 +41,7 @@ if (cannotRun) {
     const socket = pid ? socketOf(pid) : null;
     t.ok(socket && fs.existsSync(socket), `the engine listens on its socket (${socket})`);
     t.equal(fs.statSync(socket!).mode & 0o777, 0o600, 'only its user may connect');
-    t.same(await decisions(server, secret, 12), Array(12).fill(200));
-    t.equal(await relayed(server), 0, 'no scoring request went through the primary');
+    t.same(await decisions(server, secret, 12), Array(12).fill(200), 'every worker answers');
   });
 
   t.test('a killed engine is replaced; the workers connect to its new socket', async (t) => {
@@ -66,11 +58,10 @@ if (cannotRun) {
     t.ok(now && now !== pid, 'a new engine process runs');
     t.notOk(fs.existsSync(path.dirname(old)), "the killed engine's socket and directory were removed");
     t.ok(socketOf(now!) && fs.existsSync(socketOf(now!)!), 'the new engine listens on a socket of its own');
-    t.same(await decisions(server, secret, 12), Array(12).fill(200));
-    t.equal(await relayed(server), 0, 'both workers send to the new engine directly');
+    t.same(await decisions(server, secret, 12), Array(12).fill(200), 'both workers call the new engine');
   });
 
-  t.test('a worker that cannot reach the socket relays through the primary', async (t) => {
+  t.test('a worker that cannot reach the engine answers 503 at once and says why', async (t) => {
     // The engine keeps its listening socket; only its path is gone, so a new connection fails.
     fs.rmSync(socketOf(enginePid(server.pid)!)!);
     const worker = serveChildren(server.pid).find((c) => !c.engine)!;
@@ -82,15 +73,16 @@ if (cannotRun) {
       replaced = workers.length === 2 && !workers.some((w) => w.pid === worker.pid);
     }
     t.ok(replaced, 'the killed worker was replaced');
-    // Until the new worker is listening, the other one answers; the kernel spreads new connections over both.
-    const statuses: number[] = [];
-    let count: number | null = 0;
-    for (let i = 0; i < 60 && count === 0; i++) {
-      statuses.push(...(await decisions(server, secret, 2)));
-      count = await relayed(server);
+    // The kernel spreads new connections over both workers: the surviving one still holds its
+    // connection to the engine, the new one cannot make one.
+    const replies: Reply[] = [];
+    for (let i = 0; i < 60 && !replies.some((r) => r.status === 503); i++) {
+      replies.push(await server.call('/v1/systemone', { body: BODY, key: secret, fresh: true, timeoutMs: 10_000 }));
     }
-    t.ok(count !== null && count > 0, `the new worker's decisions were relayed (${count})`);
-    t.same(statuses.filter((s) => s !== 200), [], 'and answered');
-    t.match(server.log(), /engine 0 socket \S+ unreachable \(.*ENOENT.*\); its scoring requests go through the primary/, 'the worker says why');
+    const refused = replies.filter((r) => r.status === 503);
+    t.ok(refused.length > 0, "the new worker's decisions were refused");
+    t.ok(refused.every((r) => Number(r.headers.get('retry-after')) > 0), 'with Retry-After');
+    t.same(replies.filter((r) => r.status !== 200 && r.status !== 503).map((r) => r.status), [], 'every decision was answered, 200 or 503');
+    t.match(server.log(), /engine 0 at \S+ cannot be reached from this worker/, 'the worker says why');
   });
 }

@@ -3,7 +3,7 @@
 // at 503 until the engine itself restarted), and nothing but 200 and 503 is ever answered.
 // SIGTERM then stops the group without restarting anything.
 import t from 'tap';
-import { cannotRun, metricValue, startServer, type Server } from '../integration/helpers/server.js';
+import { cannotRun, startServer, type Server } from '../integration/helpers/server.js';
 import { serveChildren as children, type ServeChild as Child } from './processes.js';
 
 const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
@@ -96,8 +96,6 @@ if (cannotRun) {
         'the killed processes were replaced',
       );
       t.equal(children(server.pid).length, 3, 'two workers and one engine run again');
-      const relayed = metricValue((await server.call('/metrics')).text, 'arbitra_engine_relayed_requests_total');
-      t.equal(relayed, 0, "every worker, restarted or not, scores through the (restarted) engine's socket, not the primary");
       // What the server said about it, for whoever has to find out why it did not heal.
       if (ms === null) {
         // Which workers answer (/health names its pid), and what the engine holds.

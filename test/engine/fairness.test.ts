@@ -96,3 +96,65 @@ t.test('a cancelled job stops at the next batch and leaves the engine healthy', 
   const refused = await engine.score(prefix('Never started.'), branches(1, 'x'), { signal: early.signal }).catch((e: unknown) => e);
   t.ok(refused instanceof EngineError && refused.code === 'cancelled', 'an already aborted signal is refused before any work');
 });
+
+/**
+ * Time alone and beside three clients resending one cached question of tenant k, for a request of
+ * `count` questions about a new state of `tenant`; also the time of one cached question alone.
+ */
+async function besideCachedStream(e: typeof engine, tenant: string, count: number, tag: string) {
+  const cached = prefix('The invoice was paid twice.');
+  const fresh = (n: number) => prefix(`A new state, number ${n}, about a parcel that arrived late and damaged (${tag}).`);
+  await e.score(cached, branches(1, 'warm'), { tenant: 'k' });
+  let started = Date.now();
+  await e.score(cached, branches(1, 'alone'), { tenant: 'k' });
+  const cachedMs = Date.now() - started;
+  started = Date.now();
+  await e.score(fresh(0), branches(count, `alone-${tag}`), { tenant });
+  const aloneMs = Date.now() - started;
+  let stop = false;
+  let answered = 0;
+  const clients = [0, 1, 2].map(async () => {
+    while (!stop) {
+      await e.score(cached, branches(1, 'stream'), { tenant: 'k' });
+      answered++;
+    }
+  });
+  await new Promise((r) => setTimeout(r, 50));
+  started = Date.now();
+  // Starved, it would never finish: given up on after a minute, so the failure says so.
+  const gaveUp = new Promise<void>((r) => setTimeout(r, 60_000).unref());
+  await Promise.race([e.score(fresh(1), branches(count, `beside-${tag}`), { tenant }), gaveUp]);
+  const besideMs = Date.now() - started;
+  stop = true;
+  await Promise.all(clients);
+  return { cachedMs, aloneMs, besideMs, answered };
+}
+
+const CASES = [
+  ['the same key, two questions', 'k', 2],
+  ['the same key, one question', 'k', 1],
+  ['another key, two questions', 'other', 2],
+] as const;
+
+t.test("a key's new state beside the same key's stream of cached questions takes at most twice its time alone and one step", async (t) => {
+  for (const [name, tenant, count] of CASES) {
+    const r = await besideCachedStream(engine, tenant, count, `shared ${name}`);
+    const stepMs = engine.stats().cost.perDecodeMs + 256 * engine.stats().cost.perTokenMs;
+    t.ok(r.besideMs <= 2 * r.aloneMs + stepMs + 50, `${name}: ${r.besideMs} ms beside the stream against ${r.aloneMs} ms alone (${r.answered} cached questions answered meanwhile)`);
+  }
+});
+
+t.test("with one piece per decode, a key's new state is not starved by the same key's cached stream", async (t) => {
+  // A step target this small makes every decode carry one piece, as the default model's do on two
+  // CPU cores: the case in which a new job once sorted behind none of its tenant's jobs and three
+  // clients resending one cached question kept a two-question request from its second question for
+  // good. Now its tenant's jobs take turns: each of its pieces waits for at most one piece of each
+  // of the three others, and the one running when it came.
+  const onePiece = await createLocalEngine(TEST_MODEL, { threads: 1, contextSize: 512, maxSequences: 8, batchSize: 256, microBatchSize: 256, stepTargetMs: 1 });
+  t.teardown(() => onePiece.close());
+  for (const [name, tenant, count] of CASES) {
+    const r = await besideCachedStream(onePiece.engine, tenant, count, `one piece ${name}`);
+    const bound = r.aloneMs + (3 * count + 1) * 1.5 * r.cachedMs + 50;
+    t.ok(r.besideMs <= bound, `${name}: ${r.besideMs} ms beside the stream against ${r.aloneMs} ms alone, bound ${Math.round(bound)} ms (${r.answered} cached questions answered meanwhile)`);
+  }
+});

@@ -102,7 +102,7 @@ function workLimits(limits: SystemOneDeps['limits']): string {
 function watchRequest(
   client: AbortSignal | undefined,
   deadlineSeconds: number,
-): { signal: AbortSignal; why: () => ApiError; clear: () => void; remainingMs: () => number | undefined } {
+): { signal: AbortSignal; why: (expiredNow?: boolean) => ApiError; clear: () => void; remainingMs: () => number | undefined } {
   const stop = new AbortController();
   const started = performance.now();
   let expired = false;
@@ -118,8 +118,8 @@ function watchRequest(
   if (client?.aborted) stop.abort();
   return {
     signal: stop.signal,
-    why: () =>
-      expired
+    why: (expiredNow = false) =>
+      expired || expiredNow
         ? new ApiError('deadline_exceeded', `The decision did not finish within the server's deadline of ${deadlineSeconds} s (ARBITRA_REQUEST_DEADLINE_SECONDS) and was cancelled; ask fewer questions or send a shorter state.`, {
             deadline_seconds: deadlineSeconds,
           })
@@ -190,10 +190,13 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
         calibration: await calibrationFor(info.sha256),
         tenant: key.id,
         signal: watch.signal,
-        deadlineMs: deps.limits.admission === 'cost' ? watch.remainingMs() : undefined,
+        deadlineMs: watch.remainingMs(),
+        admitByCost: deps.limits.admission === 'cost',
         maxRequestTokens: deps.limits.maxRequestTokens || undefined,
       });
     } catch (err) {
+      // The engine's own clock may pass the deadline a moment before this worker's does.
+      if (err instanceof EngineError && err.code === 'deadline_exceeded') throw watch.why(true);
       if (err instanceof EngineError && err.code === 'cancelled') throw watch.why();
       throw err;
     } finally {

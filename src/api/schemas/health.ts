@@ -17,7 +17,10 @@ export const HealthResponse = Type.Object({
     Type.Object({
       engine: Type.Integer({ description: 'place in the service\'s list of engines' }),
       device: Type.Union([Type.Integer(), Type.Null()], { description: 'the GPU given to it (--gpus); null: every device the build sees' }),
-      status: Type.Union([Type.Literal('ready'), Type.Literal('loading'), Type.Literal('down')]),
+      status: Type.Union([Type.Literal('ready'), Type.Literal('loading'), Type.Literal('down'), Type.Literal('wedged')], {
+        description: 'wedged: it holds work and has finished no decode within its liveness bound; a local engine is then restarted',
+      }),
+      message: Type.Optional(Type.String({ description: 'why it is not ready' })),
     }),
   ),
 }, { [ALSO_STATUSES]: [503] });

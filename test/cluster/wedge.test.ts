@@ -1,0 +1,74 @@
+// A wedged engine heals like a killed one. The fault setting ARBITRA_FAULT_ENGINE_STALL stops the
+// engine's scheduler after a few decodes, its process alive and its socket answering, as a
+// scheduler bug would: the request it holds gets no decode. With a 3 s liveness bound the primary
+// finds it wedged, /health and /metrics say so, the engine is killed and restarted, the request it
+// held is answered (503 with Retry-After, never silence), and decisions succeed again.
+import t from 'tap';
+import { cannotRun, metricValue, startServer } from '../integration/helpers/server.js';
+import { serveChildren } from './processes.js';
+
+const LIVENESS_S = 3;
+/** The bound, the watchdog's poll, the kill and the reload of the test model, with room for a loaded machine. */
+const ANSWER_WITHIN_MS = 60_000;
+const body = (n: number) => ({ state: `Ticket ${n}: the invoice was paid twice.`, questions: { q: { instructions: 'Is this about money?' } } });
+
+if (cannotRun) {
+  t.plan(0, cannotRun);
+} else {
+  const server = await startServer(t.testdir(), {
+    workers: 1,
+    env: { ARBITRA_FAULT_ENGINE_STALL: '3', ARBITRA_SELF_TEST: 'off' },
+    args: ['--liveness-seconds', String(LIVENESS_S)],
+  });
+  t.teardown(() => server.stop());
+  const { secret } = await server.createKey('wedge@example.com');
+
+  t.test('a stalled scheduler is found wedged, said so, restarted, and every request it held is answered', async (t) => {
+    const engineBefore = serveChildren(server.pid).find((c) => c.engine)!.pid;
+    // /health and the engine's state, sampled all along.
+    const seen = new Set<string>();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const h = await server.call('/health', { timeoutMs: 5_000 }).catch(() => null);
+        if (h) seen.add(`${h.status} ${h.json?.engines?.[0]?.status}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const statuses: number[] = [];
+    let held: { status: number; ms: number; retryAfter: string | null } | null = null;
+    for (let n = 0; n < 10 && !held; n++) {
+      const started = Date.now();
+      const r = await server.call('/v1/systemone', { body: body(n), key: secret, timeoutMs: ANSWER_WITHIN_MS }).catch(() => null);
+      t.ok(r, `decision ${n} was answered`);
+      if (!r) break;
+      statuses.push(r.status);
+      if (r.status !== 200) held = { status: r.status, ms: Date.now() - started, retryAfter: r.headers.get('retry-after') };
+    }
+    t.ok(held, `a decision met the stalled engine (statuses ${statuses.join(' ')})`);
+    t.equal(held?.status, 503, 'the request the wedged engine held is answered 503');
+    t.ok(Number(held?.retryAfter) > 0, 'with Retry-After');
+    t.ok(held && held.ms >= LIVENESS_S * 1000, `only once the liveness bound had passed (${held?.ms} ms)`);
+    t.match(server.log(), /engine 0 is wedged: it holds 1 job\(s\) and has finished no decode for [\d.]+ s \(bound 3\.\d s\); killing it to restart it/, 'the primary says why');
+
+    let back = false;
+    for (const end = Date.now() + ANSWER_WITHIN_MS; !back && Date.now() < end; ) {
+      back = (await server.call('/v1/systemone', { body: body(100), key: secret, timeoutMs: ANSWER_WITHIN_MS })).status === 200;
+      if (!back) await new Promise((r) => setTimeout(r, 250));
+    }
+    t.ok(back, 'decisions succeed again on the restarted engine');
+    sampling = false;
+    await sampler;
+    t.ok([...seen].some((s) => s.startsWith('503')), `/health stopped saying ok meanwhile (${[...seen].join(', ')})`);
+    t.ok(
+      [...seen].some((s) => / (wedged|down|loading)$/.test(s)),
+      'and named the engine not ready',
+    );
+    const engineAfter = serveChildren(server.pid).find((c) => c.engine)?.pid;
+    t.ok(engineAfter && engineAfter !== engineBefore, 'a new engine process runs');
+    const metrics = (await server.call('/metrics')).text;
+    t.ok((metricValue(metrics, 'arbitra_engine_wedges_total', { engine: '0' }) ?? 0) >= 1, 'the wedge is counted');
+    t.ok((metricValue(metrics, 'arbitra_engine_restarts_total', { engine: '0' }) ?? 0) >= 1, 'so is the restart');
+    t.equal(metricValue(metrics, 'arbitra_engine_liveness_bound_seconds', { engine: '0' }), LIVENESS_S, 'the bound between decodes is the floor');
+  });
+}
