@@ -7,8 +7,6 @@ import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js
 
 const RESTART_BASE_MS = 250;
 const RESTART_MAX_MS = 30_000;
-/** A worker that ran this long before dying starts the backoff afresh. */
-const STABLE_MS = 60_000;
 const SHUTDOWN_GRACE_MS = 10_000;
 
 export interface HttpWorkers {
@@ -43,12 +41,13 @@ export function httpWorkers(options: { count: number; port: number; hosts: Engin
 
   function fork(): void {
     const worker = cluster.fork({ [CLUSTER_PORT_ENV]: String(port) });
-    const bornAt = Date.now();
+    let listened = false;
     live.add(worker);
     for (const host of hosts) host.attach(worker);
     worker.on('message', (msg: ClusterMessage) => {
       if (!msg || msg.ch !== CLUSTER_CH) return;
       if (msg.type === 'listening') {
+        listened = true;
         implementation = msg.http;
         if (!started && ++listeningCount === count) resolveListening();
       } else if (msg.type === 'fatal' && !started) {
@@ -62,7 +61,9 @@ export function httpWorkers(options: { count: number; port: number; hosts: Engin
         rejectStart(new StartupError(`an HTTP worker exited during start-up (${signal ?? `code ${code}`})`));
         return;
       }
-      failures = Date.now() - bornAt > STABLE_MS ? 1 : failures + 1;
+      // A worker that came up and then died was killed or crashed on something it met; only one
+      // that dies before it listens is in a crash loop, and backs off.
+      failures = listened ? 1 : failures + 1;
       const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (failures - 1));
       log(`HTTP worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
       setTimeout(() => {

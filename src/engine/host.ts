@@ -41,6 +41,11 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   let stopping = false;
   let everReady = false;
   let failures = 0;
+  // Whether the engine process running now has finished a job of its callers since it loaded. One
+  // that served and then died is restarted at once; one that dies before serving anything is in a
+  // crash loop, and backs off.
+  let jobsAtReady = 0;
+  let served = false;
   let restarts = 0;
   let wedges = 0;
   let resolveReady: (info: EngineInfo) => void = () => {};
@@ -81,14 +86,20 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     child = proc;
-    const bornAt = Date.now();
+    served = false;
     proc.on('message', (msg: ProcessEngineMessage) => {
       if (msg.type === 'ready') {
         info = msg.info;
         address = msg.address;
         channel = openEngineChannel(msg.address);
+        jobsAtReady = msg.jobsDone;
         const own = channel;
-        watchdog = watchLiveness({ stats: (ms) => own.stats(ms), floorMs, onWedged: (why) => wedged(proc, why) });
+        const stats = async (ms: number): Promise<EngineStats> => {
+          const s = await own.stats(ms);
+          served ||= s.jobsDone > jobsAtReady;
+          return s;
+        };
+        watchdog = watchLiveness({ stats, floorMs, onWedged: (why) => wedged(proc, why) });
         everReady = true;
         setStatus('ready');
         resolveReady(msg.info);
@@ -111,7 +122,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
         return;
       }
       restarts++;
-      failures = Date.now() - bornAt > 60_000 ? 1 : failures + 1;
+      failures = served ? 1 : failures + 1;
       const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (failures - 1));
       opts.log(`engine ${opts.id} process exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
       setStatus('down', status === 'wedged' ? `${statusMessage}; restarting` : 'the engine is restarting');

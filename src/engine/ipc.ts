@@ -48,8 +48,8 @@ export function serviceStatus(engines: readonly EngineState[]): 'ready' | 'loadi
   return engines.some((e) => e.status === 'loading') ? 'loading' : 'down';
 }
 
-/** Engine process -> primary. */
-export type ProcessEngineMessage = { type: 'ready'; info: EngineInfo; address: string } | { type: 'failed'; error: WireError };
+/** Engine process -> primary. `jobsDone` is the engine's count once loaded: its warm-up's jobs. */
+export type ProcessEngineMessage = { type: 'ready'; info: EngineInfo; address: string; jobsDone: number } | { type: 'failed'; error: WireError };
 
 export function isEngineMessage(msg: unknown): msg is WorkerEngineMessage {
   return typeof msg === 'object' && msg !== null && (msg as { ch?: unknown }).ch === ENGINE_CH;

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   // process once the HTTP workers have answered what they hold.
   process.on('SIGINT', () => {});
   process.on('SIGTERM', () => {});
-  send({ type: 'ready', info: await engine.info(), address: server.address });
+  send({ type: 'ready', info: await engine.info(), address: server.address, jobsDone: engine.stats().jobsDone });
 }
 
 void main();

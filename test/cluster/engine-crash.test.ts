@@ -1,7 +1,11 @@
 // The engine process is killed under a running server: decisions answer 503 service_unavailable
 // with retry headers (never a 500, never a hang) until the host has restarted it, then work again.
+// An engine that served and then died is restarted at once, every time; one that dies before it
+// serves (its model file gone, say) is a crash loop and backs off, doubling.
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
-import { cannotRun, startServer } from '../integration/helpers/server.js';
+import { cannotRun, MODEL_FILE, startServer } from '../integration/helpers/server.js';
 import { serveChildren } from './processes.js';
 
 const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
@@ -14,7 +18,11 @@ function enginePid(primary: number): number | null {
 if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
-  const server = await startServer(t.testdir(), { workers: 1 });
+  // A copy of the model, so that it can be taken away from under the engine.
+  const dir = t.testdir();
+  const model = path.join(dir, path.basename(MODEL_FILE));
+  fs.copyFileSync(MODEL_FILE, model);
+  const server = await startServer(dir, { workers: 1, args: ['--model', model] });
   t.teardown(() => server.stop());
   const { secret } = await server.createKey('ops@example.com');
 
@@ -51,5 +59,47 @@ if (cannotRun) {
     t.ok(newPid && newPid !== pid, 'a new engine process replaced the killed one');
     const health = await server.call('/health');
     t.equal(health.status, 200, '/health is ok again');
+  });
+
+  t.test('an engine killed after serving is restarted at once, every time', async (t) => {
+    const restarts: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      t.equal((await server.call('/v1/systemone', { body: BODY, key: secret })).status, 200, `decision ${i} served`);
+      // The host learns that it served from the engine's counters, read every second.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const logged = server.log().length;
+      process.kill(enginePid(server.pid)!, 'SIGKILL');
+      let back = false;
+      for (const end = Date.now() + 60_000; !back && Date.now() < end; ) {
+        back = (await server.call('/v1/systemone', { body: BODY, key: secret })).status === 200;
+        if (!back) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      t.ok(back, `back after kill ${i + 1}`);
+      restarts.push(/restarting in (\d+) ms/.exec(server.log().slice(logged))?.[1] ?? '?');
+    }
+    t.same(restarts, ['500', '500', '500'], 'each restart after 500 ms, no back-off');
+  });
+
+  t.test('an engine that dies before serving backs off, doubling', async (t) => {
+    t.equal((await server.call('/v1/systemone', { body: BODY, key: secret })).status, 200, 'it serves before it is killed');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const logged = server.log().length;
+    fs.renameSync(model, `${model}.away`);
+    process.kill(enginePid(server.pid)!, 'SIGKILL');
+    let delays: string[] = [];
+    for (const end = Date.now() + 30_000; delays.length < 3 && Date.now() < end; ) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      delays = [...server.log().slice(logged).matchAll(/engine 0 process exited \([^)]*\); restarting in (\d+) ms/g)].map((m) => m[1]!);
+    }
+    t.same(delays.slice(0, 3), ['500', '1000', '2000'], 'restarts back off while the engine cannot load');
+    const health = await server.call('/health');
+    t.equal(health.status, 503, '/health says so meanwhile');
+    fs.renameSync(`${model}.away`, model);
+    let back = false;
+    for (const end = Date.now() + 60_000; !back && Date.now() < end; ) {
+      back = (await server.call('/v1/systemone', { body: BODY, key: secret })).status === 200;
+      if (!back) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    t.ok(back, 'decisions work again once the model is back');
   });
 }
