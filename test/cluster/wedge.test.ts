@@ -1,13 +1,16 @@
-// A wedged engine heals like a killed one. The fault setting ARBITRA_FAULT_ENGINE_STALL stops the
-// engine's scheduler after a few decodes, its process alive and its socket answering, as a
-// scheduler bug would: the request it holds gets no decode. With a 3 s liveness bound the primary
-// finds it wedged, /health and /metrics say so, the engine is killed and restarted, the request it
-// held is answered (503 with Retry-After, never silence), and decisions succeed again.
+// A wedged engine heals like a killed one, and no request waits on it past its deadline. The fault
+// setting ARBITRA_FAULT_ENGINE_STALL stops the engine's scheduler after a few decodes, its process
+// alive and its socket answering, as a scheduler bug would: the requests it holds get no decode.
+// The first is answered 504 by its worker at the 4 s deadline, whatever the engine does. Past the
+// 5 s liveness bound the primary finds the engine wedged, /health and /metrics say so, it is
+// killed and restarted, the request it still held is answered 503 with Retry-After, and decisions
+// succeed again.
 import t from 'tap';
 import { cannotRun, metricValue, startServer } from '../integration/helpers/server.js';
 import { serveChildren } from './processes.js';
 
-const LIVENESS_S = 3;
+const DEADLINE_S = 4;
+const LIVENESS_S = 5;
 /** The bound, the watchdog's poll, the kill and the reload of the test model, with room for a loaded machine. */
 const ANSWER_WITHIN_MS = 60_000;
 const body = (n: number) => ({ state: `Ticket ${n}: the invoice was paid twice.`, questions: { q: { instructions: 'Is this about money?' } } });
@@ -17,7 +20,7 @@ if (cannotRun) {
 } else {
   const server = await startServer(t.testdir(), {
     workers: 1,
-    env: { ARBITRA_FAULT_ENGINE_STALL: '3', ARBITRA_SELF_TEST: 'off' },
+    env: { ARBITRA_FAULT_ENGINE_STALL: '3', ARBITRA_SELF_TEST: 'off', ARBITRA_REQUEST_DEADLINE_SECONDS: String(DEADLINE_S) },
     args: ['--liveness-seconds', String(LIVENESS_S)],
   });
   t.teardown(() => server.stop());
@@ -36,20 +39,26 @@ if (cannotRun) {
       }
     })();
     const statuses: number[] = [];
-    let held: { status: number; ms: number; retryAfter: string | null } | null = null;
-    for (let n = 0; n < 10 && !held; n++) {
+    let late: { status: number; ms: number } | null = null;
+    for (let n = 0; n < 10 && !late; n++) {
       const started = Date.now();
       const r = await server.call('/v1/systemone', { body: body(n), key: secret, timeoutMs: ANSWER_WITHIN_MS }).catch(() => null);
       t.ok(r, `decision ${n} was answered`);
       if (!r) break;
       statuses.push(r.status);
-      if (r.status !== 200) held = { status: r.status, ms: Date.now() - started, retryAfter: r.headers.get('retry-after') };
+      if (r.status !== 200) late = { status: r.status, ms: Date.now() - started };
     }
-    t.ok(held, `a decision met the stalled engine (statuses ${statuses.join(' ')})`);
-    t.equal(held?.status, 503, 'the request the wedged engine held is answered 503');
-    t.ok(Number(held?.retryAfter) > 0, 'with Retry-After');
-    t.ok(held && held.ms >= LIVENESS_S * 1000, `only once the liveness bound had passed (${held?.ms} ms)`);
-    t.match(server.log(), /engine 0 is wedged: it holds 1 job\(s\) and has finished no decode for [\d.]+ s \(bound 3\.\d s\); killing it to restart it/, 'the primary says why');
+    t.ok(late, `a decision met the stalled engine (statuses ${statuses.join(' ')})`);
+    t.equal(late?.status, 504, 'the first is answered 504 at its deadline, the engine holding it still');
+    t.ok(late && late.ms >= DEADLINE_S * 1000 && late.ms < LIVENESS_S * 1000, `at the deadline (${late?.ms} ms)`);
+    // The next one waits on the stalled engine until the primary finds it wedged and kills it.
+    const started = Date.now();
+    const r = await server.call('/v1/systemone', { body: body(50), key: secret, timeoutMs: ANSWER_WITHIN_MS });
+    const held = { status: r.status, ms: Date.now() - started, retryAfter: r.headers.get('retry-after') };
+    t.equal(held.status, 503, 'the request the wedged engine held when it was killed is answered 503');
+    t.ok(Number(held.retryAfter) > 0, 'with Retry-After');
+    t.ok(held.ms < DEADLINE_S * 1000, `before its own deadline (${held.ms} ms)`);
+    t.match(server.log(), /engine 0 is wedged: it holds \d job\(s\) and has finished no decode for [\d.]+ s \(bound 5\.\d s\); killing it to restart it/, 'the primary says why');
 
     let back = false;
     for (const end = Date.now() + ANSWER_WITHIN_MS; !back && Date.now() < end; ) {

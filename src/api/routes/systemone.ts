@@ -102,7 +102,7 @@ function workLimits(limits: SystemOneDeps['limits']): string {
 function watchRequest(
   client: AbortSignal | undefined,
   deadlineSeconds: number,
-): { signal: AbortSignal; why: (expiredNow?: boolean) => ApiError; clear: () => void; remainingMs: () => number | undefined } {
+): { signal: AbortSignal; why: (pastDeadline?: boolean) => ApiError; clear: () => void; remainingMs: () => number | undefined } {
   const stop = new AbortController();
   const started = performance.now();
   let expired = false;
@@ -118,8 +118,8 @@ function watchRequest(
   if (client?.aborted) stop.abort();
   return {
     signal: stop.signal,
-    why: (expiredNow = false) =>
-      expired || expiredNow
+    why: (pastDeadline = false) =>
+      expired || pastDeadline
         ? new ApiError('deadline_exceeded', `The decision did not finish within the server's deadline of ${deadlineSeconds} s (ARBITRA_REQUEST_DEADLINE_SECONDS) and was cancelled; ask fewer questions or send a shorter state.`, {
             deadline_seconds: deadlineSeconds,
           })
@@ -195,9 +195,8 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
         maxRequestTokens: deps.limits.maxRequestTokens || undefined,
       });
     } catch (err) {
-      // The engine's own clock may pass the deadline a moment before this worker's does.
-      if (err instanceof EngineError && err.code === 'deadline_exceeded') throw watch.why(true);
-      if (err instanceof EngineError && err.code === 'cancelled') throw watch.why();
+      // The call carries the deadline too, and its clock may pass it a moment before this one.
+      if (err instanceof EngineError && (err.code === 'cancelled' || err.code === 'deadline_exceeded')) throw watch.why(err.code === 'deadline_exceeded');
       throw err;
     } finally {
       watch.clear();
