@@ -19,6 +19,7 @@ import { metricTotal, readHistograms } from './lib/metrics.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { freePort, serve } from './lib/serve.js';
 import { latencySummary } from './lib/stats.js';
+import { engineRoundTrips } from './lib/transport.js';
 import { WORKLOADS, WORKLOAD_NAMES, TICKET, type Workload } from './lib/workloads.js';
 
 const root = packageRoot();
@@ -73,6 +74,7 @@ async function main(): Promise<void> {
   const info = await local.info();
   const bodies = (w: Workload) => Array.from({ length: requests }, () => ({ ...WORKLOADS[w].body, state: nextState() }));
   const tokenizeMs: Record<Workload, number> = { a: NaN, b: NaN };
+  const hopMs: Record<Workload, number> = { a: NaN, b: NaN };
   const prompts: Record<Workload, string[][]> = { a: [], b: [] };
   const sent: Record<Workload, object[]> = { a: bodies('a'), b: bodies('b') };
   for (const w of WORKLOAD_NAMES) {
@@ -88,6 +90,7 @@ async function main(): Promise<void> {
       const framed = local.framedText(request);
       return framed.suffixes.map((suffix) => framed.prefix + suffix);
     });
+    hopMs[w] = median(await engineRoundTrips(built[0]!, 500));
   }
   await local.close();
 
@@ -157,7 +160,7 @@ async function main(): Promise<void> {
     await baseline.stop();
   }
 
-  const out = { date: new Date().toISOString(), model: path.relative(root, model), threads, requests, tokenizeMs, first, ours, theirs, ourCommand: server.command, baselineCommand: baseline.command };
+  const out = { date: new Date().toISOString(), model: path.relative(root, model), threads, requests, tokenizeMs, hopMs, first, ours, theirs, ourCommand: server.command, baselineCommand: baseline.command };
   writeRawResult('breakdown', out);
 
   const f = (x: number): string => (Number.isNaN(x) ? '–' : x < 10 ? x.toFixed(1) : x.toFixed(0));
@@ -175,6 +178,7 @@ async function main(): Promise<void> {
       [`(${w}) HTTP outside the route (connection, parsing, writing the reply)`, f(wall - route), '–'],
       [`(${w}) tokenising and framing`, f(tokenizeMs[w]), '–'],
       [`(${w}) validation, decision layer, worker → engine hop, queueing, answer building`, f(rest), '–'],
+      [`(${w}) of which the worker → engine call alone (the engine service, a fake engine; median of 500)`, hopMs[w].toFixed(2), '–'],
       [`(${w}) llama_decode: ${f(med(o, (r) => r.decodes))} decodes, ${f(med(o, (r) => r.tokens))} tokens (llama-server: ${f(med(t, (r) => r.promptTokens))} prompt tokens)`, f(decode), f(med(t, (r) => r.promptMs))],
       [`(${w}) logits readout (ours) / one predicted token (llama-server)`, f(readout), f(med(t, (r) => r.predictMs))],
       [`(${w}) prompt tokens/s in the model`, f(med(o, (r) => r.tokens) / (decode / 1000)), f(med(t, (r) => r.promptTokens) / (med(t, (r) => r.promptMs) / 1000))],

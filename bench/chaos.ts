@@ -6,7 +6,7 @@
 // got an answer, and how long until a decision with a new state of the load key succeeded. Writes
 // bench/out/chaos.json and the "Chaos" section of bench/RESULTS.md.
 import os from 'node:os';
-import { runChaos, type ChaosReport, type KillTarget } from './lib/chaos.js';
+import { ONE_KEY_MIX, runChaos, type ChaosReport, type KillTarget } from './lib/chaos.js';
 import { benchArgs, numberOption } from './lib/options.js';
 import { publishSection, writeRawResult } from './lib/results.js';
 import { serve, serverNotes } from './lib/serve.js';
@@ -36,11 +36,7 @@ async function main(): Promise<void> {
       url: server.url,
       primary: server.pid,
       keys: { load: load.key, other: other.key },
-      clients: [
-        { kind: 'identical', count: 3, key: 'load' },
-        { kind: 'distinct', count: 2, key: 'load' },
-        { kind: 'distinct', count: 1, key: 'other' },
-      ],
+      clients: ONE_KEY_MIX,
       kills: Array.from({ length: kills }, (_, i) => TARGETS[i % TARGETS.length]!),
       settleMs: settleS * 1000,
       answerWithinMs: (deadlineS + 30) * 1000,

@@ -22,6 +22,16 @@ export interface ChaosClients {
   key: 'load' | 'other';
 }
 
+/**
+ * The load that starved: the load key's clients send one identical body (three) and fresh states
+ * (two), and a second key's client fresh states too.
+ */
+export const ONE_KEY_MIX: readonly ChaosClients[] = [
+  { kind: 'identical', count: 3, key: 'load' },
+  { kind: 'distinct', count: 2, key: 'load' },
+  { kind: 'distinct', count: 1, key: 'other' },
+];
+
 export interface ChaosOptions {
   url: string;
   /** The primary's pid: its children are the processes killed. */
@@ -57,6 +67,8 @@ export interface KillRecord {
   healedMs: number | null;
   /** Requests sent from the previous kill (or the start) until the next one, by outcome. */
   outcomes: Record<string, number>;
+  /** When it did not heal: which workers answer /health and with what, and the engines' series then. */
+  diagnosis?: string;
   /** Of those, the ones with no answer within answerWithinMs. */
   silent: number;
 }
@@ -75,7 +87,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const PAUSE_AFTER_FAILURE_MS = 100;
 const PROBE_INTERVAL_MS = 250;
 
-const IDENTICAL = { state: 'The invoice was paid twice.', questions: { money: { type: 'noul', instructions: 'Is this about money?' } } };
+/** The body the cached clients send, the same every time. */
+export const IDENTICAL = { state: 'The invoice was paid twice.', questions: { money: { type: 'noul', instructions: 'Is this about money?' } } };
 let nextRef = 0;
 
 /** A state never sent before, with a yes/no and a three-way choice about it. */
@@ -105,6 +118,20 @@ function tally(rows: readonly RequestRecord[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const r of rows) counts[r.outcome] = (counts[r.outcome] ?? 0) + 1;
   return counts;
+}
+
+/** What the server says of itself when it did not heal: /health on six new connections (which worker, which engine state) and the engines' series. */
+async function diagnose(url: string): Promise<string> {
+  const health = await Promise.all(
+    Array.from({ length: 6 }, async () => {
+      const r = await call(`${url}/health`, { timeoutMs: 5_000, fresh: true });
+      const body = json(r);
+      return `${outcome(r)} pid ${body?.pid} engines ${JSON.stringify(body?.engines)}`;
+    }),
+  );
+  const metrics = await call(`${url}/metrics`, { timeoutMs: 5_000 });
+  const engine = metrics.text.split('\n').filter((l) => l.startsWith('arbitra_engine_'));
+  return `/health: ${health.join('; ')}\n${engine.join('\n')}`;
 }
 
 export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
@@ -155,7 +182,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
     const healedMs = await healed(at);
     log(`kill ${i + 1}/${opts.kills.length} (${target}, pids ${pids.join(' ') || 'none found'}): ${healedMs === null ? `NOT healed within ${opts.healWithinMs / 1000} s` : `healed after ${(healedMs / 1000).toFixed(1)} s`}`);
-    kills.push({ target, pids, at, healedMs, outcomes: {}, silent: 0 });
+    const diagnosis = healedMs === null ? await diagnose(opts.url) : undefined;
+    if (diagnosis) log(diagnosis);
+    kills.push({ target, pids, at, healedMs, outcomes: {}, silent: 0, diagnosis });
     await sleep(opts.settleMs);
   }
   running = false;
