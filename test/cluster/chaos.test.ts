@@ -6,7 +6,7 @@
 // answered: a status, never silence (a lost connection only for requests the killed worker held).
 // This is the load under which a key's new states once waited forever behind its cached ones.
 import t from 'tap';
-import { isSilence, runChaos, type KillTarget } from '../../bench/lib/chaos.js';
+import { isSilence, ONE_KEY_MIX, runChaos, type KillTarget } from '../../bench/lib/chaos.js';
 import { cannotRun, startServer } from '../integration/helpers/server.js';
 
 const DEADLINE_S = 20;
@@ -29,11 +29,7 @@ if (cannotRun) {
       url: server.url,
       primary: server.pid,
       keys: { load: load.secret, other: other.secret },
-      clients: [
-        { kind: 'identical', count: 3, key: 'load' },
-        { kind: 'distinct', count: 2, key: 'load' },
-        { kind: 'distinct', count: 1, key: 'other' },
-      ],
+      clients: ONE_KEY_MIX,
       kills: KILLS,
       settleMs: 3_000,
       answerWithinMs: (DEADLINE_S + 15) * 1000,
