@@ -3,11 +3,13 @@
 // default model (--model for another): new-state requests (a yes/no and a 3-option choice, or the
 // yes/no alone) are timed one at a time, alone, then beside three clients resending one cached
 // one-question body without pause, of the same key and of another key. The goal: beside the
-// stream, at most twice the time alone plus one step (one decode of the cached question, timed
-// alone). Writes bench/out/starve.json and the "Starvation" section of bench/RESULTS.md.
+// stream, at most twice the time alone plus one step (the engine's mean decode while the stream
+// runs, from its own counters: the decode a newcomer may find in progress). Writes
+// bench/out/starve.json and the "Starvation" section of bench/RESULTS.md.
 import os from 'node:os';
 import { distinctBody, IDENTICAL } from './lib/chaos.js';
 import { call, outcome } from './lib/http.js';
+import { metricTotal } from './lib/metrics.js';
 import { benchArgs, numberOption } from './lib/options.js';
 import { publishSection, writeRawResult } from './lib/results.js';
 import { serve, type Served } from './lib/serve.js';
@@ -34,8 +36,17 @@ async function timed(server: Served, key: string, n: number, body: () => object)
   return times;
 }
 
-/** Runs `during` while three clients of `key` resend the cached body; how many they got answered. */
-async function besideStream<T>(server: Served, key: string, during: () => Promise<T>): Promise<{ value: T; answered: number }> {
+/** The engine's decodes so far and the seconds they took. */
+async function decodeCounters(server: Served): Promise<{ decodes: number; seconds: number }> {
+  const text = (await call(`${server.url}/metrics`, { timeoutMs: 10_000 })).text;
+  return { decodes: metricTotal(text, 'arbitra_engine_decodes_total') ?? NaN, seconds: metricTotal(text, 'arbitra_engine_decode_seconds_total') ?? NaN };
+}
+
+/**
+ * Runs `during` while three clients of `key` resend the cached body: how many they got answered,
+ * and the engine's mean decode meanwhile.
+ */
+async function besideStream<T>(server: Served, key: string, during: () => Promise<T>): Promise<{ value: T; answered: number; stepMs: number }> {
   let running = true;
   let answered = 0;
   const clients = [0, 1, 2].map(async () => {
@@ -44,7 +55,10 @@ async function besideStream<T>(server: Served, key: string, during: () => Promis
     }
   });
   try {
-    return { value: await during(), answered };
+    const before = await decodeCounters(server);
+    const value = await during();
+    const after = await decodeCounters(server);
+    return { value, answered, stepMs: ((after.seconds - before.seconds) * 1000) / (after.decodes - before.decodes) };
   } finally {
     running = false;
     await Promise.all(clients);
@@ -65,7 +79,6 @@ async function main(): Promise<void> {
     // Warm: the first decisions on a fresh engine page the weights in.
     await timed(server, load.key, 2, distinctBody);
     await timed(server, load.key, 1, () => IDENTICAL);
-    const stepMs = latencySummary(await timed(server, load.key, requests, () => IDENTICAL)).p50;
     const cases = [];
     for (const [shape, body] of [
       ['a yes/no and a 3-option choice', distinctBody],
@@ -76,14 +89,14 @@ async function main(): Promise<void> {
         [load.key, 'the same key'],
         [other.key, 'another key'],
       ] as const) {
-        const { value, answered } = await besideStream(server, streamKey, () => timed(server, load.key, requests, body));
+        const { value, answered, stepMs } = await besideStream(server, streamKey, () => timed(server, load.key, requests, body));
         const beside = latencySummary(value);
         const bound = 2 * alone.p50 + stepMs;
-        log(`${shape}, stream of ${whose}: alone p50 ${ms(alone.p50)} ms, beside p50 ${ms(beside.p50)} max ${ms(beside.max)} ms (bound ${ms(bound)}), ${answered} cached answered meanwhile`);
-        cases.push({ shape, whose, alone, beside, bound, answered, met: beside.max <= bound });
+        log(`${shape}, stream of ${whose}: alone p50 ${ms(alone.p50)} ms, beside p50 ${ms(beside.p50)} max ${ms(beside.max)} ms (bound ${ms(bound)} with a ${ms(stepMs)} ms step), ${answered} cached answered meanwhile`);
+        cases.push({ shape, whose, alone, beside, stepMs, bound, answered, met: beside.max <= bound });
       }
     }
-    const result = { date: new Date().toISOString(), cpus: os.availableParallelism(), command: server.command, requests, stepMs, cases };
+    const result = { date: new Date().toISOString(), cpus: os.availableParallelism(), command: server.command, requests, cases };
     writeRawResult('starve', result);
     publishSection(
       common.resultsFile,
@@ -91,11 +104,11 @@ async function main(): Promise<void> {
       [
         `Command: \`npm run bench:starve${values.model ? ` -- --model ${values.model}` : ''}\` (${result.date.slice(0, 16).replace('T', ' ')} UTC; ${result.cpus} cores). Server: \`${result.command}\`.`,
         '',
-        `New-state requests of one key, ${requests} one after another per case, alone and then beside three clients resending one cached one-question body without pause, of the same key or of another. One step: one decision of the cached body alone, p50 ${ms(stepMs)} ms. Goal: every request beside the stream within twice the p50 alone plus one step. Before the scheduler fix, the same key's two-question requests got no answer at all (bench/RESULTS.md, "Chaos").`,
+        `New-state requests of one key, ${requests} one after another per case, alone and then beside three clients resending one cached one-question body without pause, of the same key or of another. One step: the engine's mean decode while the stream ran (\`arbitra_engine_decode_seconds_total\` over \`arbitra_engine_decodes_total\`), the decode a newcomer may find in progress. Goal: every request beside the stream within twice the p50 alone plus one step. Before the scheduler fix, the same key's two-question requests got no answer at all (bench/RESULTS.md, "No request waits forever").`,
         '',
-        '| request | stream of | alone p50 ms | beside p50 ms | beside max ms | max ÷ alone p50 | bound ms | met | cached answered meanwhile |',
-        '|---|---|---|---|---|---|---|---|---|',
-        ...cases.map((c) => `| ${c.shape} | ${c.whose} | ${ms(c.alone.p50)} | ${ms(c.beside.p50)} | ${ms(c.beside.max)} | ${(c.beside.max / c.alone.p50).toFixed(2)} | ${ms(c.bound)} | ${c.met ? 'yes' : 'no'} | ${c.answered} |`),
+        '| request | stream of | alone p50 ms | beside p50 ms | beside max ms | max ÷ alone p50 | step ms | bound ms | met | cached answered meanwhile |',
+        '|---|---|---|---|---|---|---|---|---|---|',
+        ...cases.map((c) => `| ${c.shape} | ${c.whose} | ${ms(c.alone.p50)} | ${ms(c.beside.p50)} | ${ms(c.beside.max)} | ${(c.beside.max / c.alone.p50).toFixed(2)} | ${ms(c.stepMs)} | ${ms(c.bound)} | ${c.met ? 'yes' : 'no'} | ${c.answered} |`),
       ].join('\n'),
       log,
     );
