@@ -20,14 +20,18 @@ const { values, common } = benchArgs({
   minutes: { type: 'string' },
   /** Closed-loop clients per size: small,medium,large. */
   clients: { type: 'string' },
+  /** ARBITRA_REQUEST_DEADLINE_SECONDS of the server. */
+  deadline: { type: 'string' },
 });
 const minutes = numberOption(values.minutes, 'minutes', 10);
 const [smallClients, mediumClients, largeClients] = ((values.clients as string | undefined) ?? '4,2,1').split(',').map((n, i) => numberOption(n, `clients[${i}]`, 1));
 const CLIENTS: Record<Size, number> = { small: smallClients ?? 4, medium: mediumClients ?? 2, large: largeClients ?? 1 };
 const SIZES: Size[] = ['small', 'medium', 'large'];
 const USERS = ['soak-a@example.com', 'soak-b@example.com', 'soak-c@example.com'];
-// Generous: at saturation a large request waits behind everything queued before it.
-const REQUEST_TIMEOUT_MS = 180_000;
+const deadlineS = numberOption(values.deadline, 'deadline', 300);
+// Every request ends by the server's deadline (504 at the latest): one still unanswered a minute
+// after it is silence, the failure this bench must never see.
+const REQUEST_TIMEOUT_MS = (deadlineS + 60) * 1000;
 // A refused client pauses before its next call, so a server answering 503 in a millisecond does not
 // turn the bench into a busy loop that starves the server of the CPU it needs to recover.
 const PAUSE_AFTER_FAILURE_MS = 250;
@@ -197,7 +201,7 @@ async function verify(run: Run, acked: { keys: { email: string; id: string }[]; 
 }
 
 async function main(): Promise<void> {
-  const server = await serve({ model: common.model, workers: 2 });
+  const server = await serve({ model: common.model, workers: 2, env: { ARBITRA_REQUEST_DEADLINE_SECONDS: String(deadlineS) } });
   log(`serving on ${server.url} (primary ${server.pid}); ${minutes} min, clients ${SIZES.map((s) => `${s} ${CLIENTS[s]}`).join(', ')}`);
   try {
     const keys = [];
@@ -280,9 +284,9 @@ function report(r: SoakResult): string {
   const v = r.verification;
   const deleted = v.deletions['200'] ?? 0;
   return [
-    `Command: \`npm run bench:soak -- --minutes ${r.minutes}\` (${r.date.slice(0, 16).replace('T', ' ')} UTC; ${r.cpus} cores, 1-minute load average ${r.loadavg1.toFixed(2)} at the end). Server: \`${r.command}\` with default limits.`,
+    `Command: \`npm run bench:soak -- --minutes ${r.minutes} --deadline ${deadlineS}\` (${r.date.slice(0, 16).replace('T', ' ')} UTC; ${r.cpus} cores, 1-minute load average ${r.loadavg1.toFixed(2)} at the end). Server: \`${r.command}\` with default limits.`,
     '',
-    `${r.elapsedS.toFixed(0)} s of closed-loop load (each client sends its next request when the last one is answered, pausing ${PAUSE_AFTER_FAILURE_MS} ms after a failure) from ${USERS.length} API keys of ${USERS.length} users; small = 1 yes/no question on a one-line state, medium = 4 choice questions × 4 permute passes on a ticket, large = 50 yes/no questions on the ticket; every state carries its own reference number. Console traffic alternates, one a second, creating an API key and a small decision with \`options.retain: true\`. Latency is over 200 answers only; a column named like ECONNRESET is a socket error with no answer, "timeout" no answer within ${REQUEST_TIMEOUT_MS / 1000} s.`,
+    `${r.elapsedS.toFixed(0)} s of closed-loop load (each client sends its next request when the last one is answered, pausing ${PAUSE_AFTER_FAILURE_MS} ms after a failure) from ${USERS.length} API keys of ${USERS.length} users; small = 1 yes/no question on a one-line state, medium = 4 choice questions × 4 permute passes on a ticket, large = 50 yes/no questions on the ticket; every state carries its own reference number. Console traffic alternates, one a second, creating an API key and a small decision with \`options.retain: true\`. Latency is over 200 answers only; a column named like ECONNRESET is a socket error with no answer (the connections the killed worker held), "timeout" no answer within ${REQUEST_TIMEOUT_MS / 1000} s, a minute past the server's deadline: silence.`,
     '',
     `| size | clients | requests | ${statuses.join(' | ')} | p50 ms | p99 ms | max ms |`,
     `|---|---|---|${statuses.map(() => '---|').join('')}---|---|---|`,
