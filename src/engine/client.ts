@@ -54,8 +54,11 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
     }
   });
 
-  // An engine the primary calls ready that this worker cannot reach is said once per address.
+  // An engine the primary still calls ready at the same address a few seconds after this worker
+  // failed to reach it is said once per address: an engine that died mid-call is soon reported
+  // by the primary instead, and needs no line of its own.
   const unreachable = new Set<string>();
+  const UNREACHABLE_GRACE_MS = 5_000;
 
   const unavailable = (): EngineError => {
     const s = serviceStatus(links);
@@ -85,9 +88,14 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
         // Its engine was not there or died under it: scoring has no side effects, so another
         // engine may take it whole.
         if (!(err instanceof EngineError && err.code === 'unavailable')) throw err;
-        if (link.status === 'ready' && link.address && !unreachable.has(link.address)) {
-          unreachable.add(link.address);
-          log(`engine ${link.engine} at ${link.address} cannot be reached from this worker (${err.message}); its requests are answered 503 until it can`);
+        const address = link.address;
+        if (address && !unreachable.has(address)) {
+          unreachable.add(address);
+          setTimeout(() => {
+            if (link.status === 'ready' && link.address === address) {
+              log(`engine ${link.engine} at ${address} cannot be reached from this worker (${err.message}); its requests are answered 503 until it can`);
+            }
+          }, UNREACHABLE_GRACE_MS).unref();
         }
         if (!links.some((l) => l.status === 'ready' && l.channel && !tried.has(l.engine))) throw err;
       } finally {

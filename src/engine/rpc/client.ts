@@ -40,8 +40,6 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   // A scoring call that failed is placed again by the caller (another engine may take it), never
   // silently repeated here.
   'grpc.enable_retries': 0,
-  // Channelz keeps per-call statistics for a debugging service nobody here queries.
-  'grpc.enable_channelz': 0,
 };
 
 type Unary = (message: unknown, metadata: grpc.Metadata, options: grpc.CallOptions, callback: (err: grpc.ServiceError | null, reply: unknown) => void) => grpc.ClientUnaryCall;

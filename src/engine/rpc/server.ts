@@ -36,8 +36,6 @@ const SERVER_OPTIONS: grpc.ServerOptions = {
   // cancelled once pings go unanswered, instead of holding its jobs until their deadlines.
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
-  // Channelz keeps per-call statistics for a debugging service nobody here queries.
-  'grpc.enable_channelz': 0,
 };
 
 /** A refusal is logged once a minute per peer and reason: a misconfigured node retries every few seconds. */
