@@ -158,11 +158,19 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }),
   );
 
+  // Probes still out when their heal window closed: they are waited for (and judged) like any request.
+  const lateProbes: Promise<RequestRecord>[] = [];
+
   /** Sends new-state decisions of the load key one after another until one succeeds; ms since `since`. */
   async function healed(since: number): Promise<number | null> {
     while (performance.now() - since < opts.healWithinMs) {
-      const left = opts.healWithinMs - (performance.now() - since);
-      const r = await decide('probe', 'load', Math.max(1, left));
+      const probe = decide('probe', 'load', opts.answerWithinMs);
+      const windowLeft = since + opts.healWithinMs - performance.now();
+      const r = await Promise.race([probe, sleep(windowLeft).then(() => null)]);
+      if (r === null) {
+        lateProbes.push(probe);
+        return null;
+      }
       if (r.outcome === '200') return r.doneAt - since;
       await sleep(PROBE_INTERVAL_MS);
     }
@@ -188,7 +196,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await sleep(opts.settleMs);
   }
   running = false;
-  await Promise.all(loops);
+  await Promise.all([...loops, ...lateProbes]);
 
   // Each request belongs to the kill before it was sent (the first settle period to none).
   for (const [i, k] of kills.entries()) {

@@ -11,8 +11,11 @@ import { cannotRun, startServer } from '../integration/helpers/server.js';
 
 const DEADLINE_S = 20;
 const KILLS: KillTarget[] = ['worker', 'engine', 'both', 'worker', 'both', 'engine'];
-/** Statuses a request may end with under kills: answered, refused while the engine reloads, or past its deadline. */
-const ANSWERS = new Set(['200', '503', '504']);
+/**
+ * Statuses a request may end with under kills: answered, refused while the engine reloads, past
+ * its deadline, or turned away by admission when the queue would make it miss its deadline.
+ */
+const ANSWERS = new Set(['200', '429', '503', '504']);
 /** A killed worker takes the connections it was answering with it. */
 const LOST = new Set(['ECONNRESET', 'EPIPE', 'socket hang up']);
 
@@ -43,7 +46,7 @@ if (cannotRun) {
     }
     t.same(report.silent, [], 'no request went unanswered');
     const odd = report.requests.filter((r) => !ANSWERS.has(r.outcome) && !LOST.has(r.outcome) && !isSilence(r));
-    t.same(odd.map((r) => `${r.kind} ${r.outcome}: ${r.detail}`), [], 'nothing but 200, 503 and 504, or a connection the killed worker held');
+    t.same(odd.map((r) => `${r.kind} ${r.outcome}: ${r.detail}`), [], 'nothing but 200, 429, 503 and 504, or a connection the killed worker held');
     const lost = report.requests.filter((r) => LOST.has(r.outcome)).length;
     const workerKills = report.kills.filter((k) => k.target !== 'engine').length;
     t.ok(lost <= workerKills * 6, `connections were lost only with a killed worker (${lost} over ${workerKills} worker kills)`);
