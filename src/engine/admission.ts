@@ -100,7 +100,7 @@ export class WorkLedger {
     // Processor sharing: while this work runs, every tenant with work (its own included) takes an
     // equal turn, each for at most what it has left.
     let finishMs = workMs;
-    for (const ms of this.byTenant().values()) finishMs += Math.min(ms, workMs);
+    for (const mine of this.byTenant()) finishMs += Math.min(remaining(mine), workMs);
     if (finishMs > budgetMs) return { admit: false, reason: 'busy', workMs, finishMs, waitMs: finishMs - budgetMs };
     const ticket = this.nextTicket++;
     this.inFlight.set(ticket, { tenant, remainingMs: workMs });
@@ -115,45 +115,51 @@ export class WorkLedger {
   /** Estimated engine milliseconds in hand. */
   pendingMs(): number {
     this.settle();
-    let total = 0;
-    for (const w of this.inFlight.values()) total += w.remainingMs;
-    return total;
+    return remaining([...this.inFlight.values()]);
   }
 
-  private byTenant(): Map<string, number> {
-    const sums = new Map<string, number>();
-    for (const w of this.inFlight.values()) sums.set(w.tenant, (sums.get(w.tenant) ?? 0) + w.remainingMs);
-    return sums;
+  /** The work in hand, one list per tenant. */
+  private byTenant(): InFlight[][] {
+    const tenants = new Map<string, InFlight[]>();
+    for (const w of this.inFlight.values()) {
+      const mine = tenants.get(w.tenant);
+      if (mine) mine.push(w);
+      else tenants.set(w.tenant, [w]);
+    }
+    return [...tenants.values()];
   }
 
   private settle(): void {
     const now = this.busyMs();
-    let spent = now - this.lastBusyMs;
+    const spent = now - this.lastBusyMs;
     this.lastBusyMs = now;
-    // Shared out in rounds: a tenant whose work runs out hands the rest of its turn to the others.
-    for (;;) {
-      const open = [...this.byTenant()].filter(([, ms]) => ms > 0);
-      if (spent <= 1e-6 || open.length === 0) return;
-      const share = spent / open.length;
-      for (const [tenant, ms] of open) {
-        const take = Math.min(share, ms);
-        this.takeFrom(tenant, take);
-        spent -= take;
-      }
-    }
+    if (!(spent > 0)) return;
+    const tenants = this.byTenant();
+    const perTenant = shareOut(tenants.map(remaining), spent);
+    tenants.forEach((mine, i) => {
+      const perRequest = shareOut(mine.map((w) => w.remainingMs), perTenant[i]!);
+      mine.forEach((w, j) => (w.remainingMs = Math.max(0, w.remainingMs - perRequest[j]!)));
+    });
   }
+}
 
-  private takeFrom(tenant: string, ms: number): void {
-    const mine = [...this.inFlight.values()].filter((w) => w.tenant === tenant && w.remainingMs > 0);
-    let left = ms;
-    while (left > 1e-9 && mine.some((w) => w.remainingMs > 0)) {
-      const open = mine.filter((w) => w.remainingMs > 0);
-      const share = left / open.length;
-      for (const w of open) {
-        const take = Math.min(share, w.remainingMs);
-        w.remainingMs -= take;
-        left -= take;
-      }
-    }
-  }
+const remaining = (work: readonly InFlight[]): number => work.reduce((n, w) => n + w.remainingMs, 0);
+
+/**
+ * What each holding gives up when `amount` is shared out over them in equal turns, a holding that
+ * runs out handing the rest of its turn on to the others (the level every holding above it is cut
+ * by). One pass in ascending order, not rounds until the amount is used: rounds that stopped at a
+ * tolerance left a remainder of 1e-10 ms, which no round could take and every round kept, and the
+ * engine's thread spun in them for good (it answered nothing until its watchdog killed it).
+ */
+export function shareOut(holdings: readonly number[], amount: number): number[] {
+  const order = holdings.map((_, i) => i).sort((a, b) => holdings[a]! - holdings[b]!);
+  const taken = holdings.map(() => 0);
+  let left = Math.max(0, amount);
+  order.forEach((i, k) => {
+    const take = Math.min(Math.max(0, holdings[i]!), left / (order.length - k));
+    taken[i] = take;
+    left -= take;
+  });
+  return taken;
 }

@@ -1,7 +1,7 @@
 // Admission by cost, as pure arithmetic: what work costs alone, how many branches fit a budget, and
 // how the ledger shares engine time out and refuses what cannot finish.
 import t from 'tap';
-import { branchesThatFit, workMs, WorkLedger, type DecodeCost } from '../../src/engine/admission.js';
+import { branchesThatFit, shareOut, workMs, WorkLedger, type DecodeCost } from '../../src/engine/admission.js';
 
 const cost: DecodeCost = { perDecodeMs: 50, perTokenMs: 5, perRowMs: 1 };
 const plan = { prefixChunk: 512, stepTargetMs: 250 };
@@ -55,4 +55,44 @@ t.test("a tenant's own work in hand delays its new work as another tenant's does
   ledger.admit('a', 10_000, Infinity);
   t.match(ledger.admit('a', 1_000, 1_500), { admit: false, reason: 'busy', finishMs: 2_000 });
   t.match(ledger.admit('a', 1_000, Infinity), { admit: true }, 'no deadline: always admitted');
+});
+
+t.test('time is shared out in equal turns, a holding that runs out handing its turn on', async (t) => {
+  t.same(shareOut([100_000, 2_000], 3_000), [1_500, 1_500]);
+  t.same(shareOut([100_000, 500], 2_000), [1_500, 500]);
+  t.same(shareOut([1, 2, 3], 100), [1, 2, 3], 'more than all of it: all of it');
+  t.same(shareOut([4, 4], -1), [0, 0], 'no time spent: nothing taken');
+  t.same(shareOut([], 5), []);
+});
+
+t.test('a remainder far below a millisecond is settled like any other, not spun on', async (t) => {
+  // Rounds that stopped at a tolerance of 1e-9 ms kept a remainder of 1e-10 ms forever, and the
+  // engine's thread looped in them: the ledger must return, with the remainder used up.
+  let busy = 0;
+  const ledger = new WorkLedger(() => busy);
+  ledger.admit('a', 1e-10, Infinity);
+  ledger.admit('b', 0.3 - 0.1 - 0.2 + 5, Infinity);
+  busy = 1_000;
+  t.equal(ledger.pendingMs(), 0);
+});
+
+t.test('the work in hand falls by the time spent, whatever the shapes and slices', async (t) => {
+  // Seeded so a failure replays: many tenants' uneven work, settled in uneven slices of engine time.
+  let seed = 7;
+  const random = (): number => (seed = (seed * 48_271) % 2_147_483_647) / 2_147_483_647;
+  let busy = 0;
+  const ledger = new WorkLedger(() => busy);
+  const tickets: number[] = [];
+  let worst = 0;
+  for (let i = 0; i < 2_000; i++) {
+    const verdict = ledger.admit(`t${i % 5}`, random() * 300, Infinity);
+    if (verdict.admit) tickets.push(verdict.ticket);
+    if (random() < 0.3) ledger.done(tickets.splice(Math.floor(random() * tickets.length), 1)[0]!);
+    const before = ledger.pendingMs();
+    const slice = random() * 80;
+    busy += slice;
+    const after = ledger.pendingMs();
+    worst = Math.max(worst, Math.abs(before - after - Math.min(slice, before)));
+  }
+  t.ok(worst < 1e-6, `every slice is taken off exactly (worst error ${worst} ms)`);
 });
