@@ -1,6 +1,6 @@
 // The store backends a test runs against: LMDB always, PostgreSQL where its binaries run here (a
 // server per test file, a fresh database per store). A test written over `backendsFor(t)` proves the
-// same contract of both.
+// same contract of both. ARBITRA_TEST_BACKENDS=lmdb (`npm run test:fast`) leaves PostgreSQL out.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,6 +31,7 @@ export async function backendsFor(t: Test): Promise<Backend[]> {
     },
     options: {},
   };
+  if (process.env.ARBITRA_TEST_BACKENDS === 'lmdb') return [lmdb];
   const server = await postgresFor(t);
   if (!server) return [lmdb];
   return [lmdb, { name: 'postgres', fresh: () => server.freshDatabase(), options: { keySecret: TEST_KEY_SECRET } }];
