@@ -146,7 +146,7 @@ async function main(): Promise<void> {
   const settled = await Promise.allSettled(starting);
   const failedStart = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failedStart) {
-    await Promise.all(settled.map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
+    await Promise.all(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.stop()] : [])));
     throw failedStart.reason;
   }
   const [exact, fast, baseline] = await Promise.all(starting);

@@ -268,7 +268,7 @@ const pct = (x: number | null) => (x === null || Number.isNaN(x) ? '–' : `${(x
 
 async function main(): Promise<void> {
   const cases = loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl'))
-    .map((c) => (types ? { ...c, questions: Object.fromEntries(Object.entries(c.questions).filter(([, q]) => types.includes(String(q.type ?? 'noul')))) } : c))
+    .map((c) => (types ? { ...c, questions: Object.fromEntries(Object.entries(c.questions).filter(([, q]) => types.includes(typeof q.type === 'string' ? q.type : 'noul'))) } : c))
     .filter((c) => Object.keys(c.questions).length > 0)
     .slice(0, limit);
   const questions = cases.reduce((n, c) => n + Object.keys(c.questions).length, 0);

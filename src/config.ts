@@ -156,7 +156,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const flags = parseFlags(argv, SERVE_SETTINGS.map((s) => s.flag));
   const raw = (flag: string): { value: string; source: string } | undefined => {
     const setting = SERVE_SETTINGS.find((s) => s.flag === flag)!;
-    if (flags[flag] !== undefined) return { value: flags[flag]!, source: flag };
+    if (flags[flag] !== undefined) return { value: flags[flag], source: flag };
     const fromEnv = env[setting.env];
     if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, source: setting.env };
     return undefined;

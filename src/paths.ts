@@ -10,7 +10,7 @@ export function packageRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const pkg = path.join(dir, 'package.json');
-    if (fs.existsSync(pkg) && JSON.parse(fs.readFileSync(pkg, 'utf8')).name === 'arbitra') return (cached = dir);
+    if (fs.existsSync(pkg) && (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { name?: unknown }).name === 'arbitra') return (cached = dir);
     const parent = path.dirname(dir);
     if (parent === dir) throw new Error('cannot find the arbitra package root');
     dir = parent;

@@ -186,7 +186,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     for (const pid of pids) {
       try {
         process.kill(pid, 'SIGKILL');
-      } catch {}
+      } catch {
+        // It died meanwhile: the kill is done.
+      }
     }
     const healedMs = await healed(at);
     log(`kill ${i + 1}/${opts.kills.length} (${target}, pids ${pids.join(' ') || 'none found'}): ${healedMs === null ? `NOT healed within ${opts.healWithinMs / 1000} s` : `healed after ${(healedMs / 1000).toFixed(1)} s`}`);

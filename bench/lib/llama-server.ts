@@ -7,7 +7,7 @@ const STOP_GRACE_MS = 15_000;
 export interface RunningLlamaServer {
   url: string;
   command: string;
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 export async function startLlamaServer(binary: string, opts: { model: string; port: number; threads: number; parallel: number; ctxPerSlot: number }): Promise<RunningLlamaServer> {

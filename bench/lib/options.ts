@@ -35,6 +35,6 @@ export function benchArgs<T extends NonNullable<ParseArgsConfig['options']>>(own
 export function numberOption(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${String(value)}`);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${JSON.stringify(value)}`);
   return n;
 }

@@ -38,7 +38,7 @@ export interface Served {
   /** A new API key for `email`, made through the console route; returns its id and secret. */
   createKey(email: string, name: string): Promise<{ id: string; key: string }>;
   /** SIGTERM to the group, SIGKILL after a grace period; removes the data dir. */
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 /** A port free on loopback right now. */
@@ -88,7 +88,7 @@ export async function serve(opts: ServeOptions): Promise<Served> {
   const pid = child.pid!;
   const lines: string[] = [];
   let partial = '';
-  child.stderr!.on('data', (d: Buffer) => {
+  child.stderr.on('data', (d: Buffer) => {
     const parts = (partial + d.toString()).split('\n');
     partial = parts.pop()!;
     lines.push(...parts);

@@ -59,7 +59,7 @@ export class ConsoleSessions {
     if (!sameBytes(Buffer.from(value.slice(dot + 1), 'base64url'), this.mac('session', payload))) return null;
     let fields: { e?: unknown; x?: unknown };
     try {
-      fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+      fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { e?: unknown; x?: unknown };
     } catch {
       return null;
     }

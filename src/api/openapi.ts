@@ -173,7 +173,7 @@ function errorResponse(status: number): Json {
 /** The path's {parameters}, and on console routes the headers that name the console's user. */
 function parametersOf(route: Route, components: Json): Json[] {
   const parameters: Json[] = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => {
-    const p = route.schemas?.params?.properties?.[m[1]!] as TSchema | undefined;
+    const p = (route.schemas?.params?.properties as Record<string, TSchema> | undefined)?.[m[1]!];
     return { name: m[1], in: 'path', required: true, schema: p ? toJson(p, components) : { type: 'string' } };
   });
   if (route.auth === 'console') {
@@ -217,7 +217,7 @@ function requestBody(route: Route, schema: Json): Json {
     };
   }
   // Handlers read an absent body as {}: a body none of whose members is required may be left out.
-  const members = route.schemas?.body?.required;
+  const members: unknown = route.schemas?.body?.required;
   const required = Array.isArray(members) && members.length > 0;
   return { required, content };
 }

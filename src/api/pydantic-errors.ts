@@ -80,13 +80,13 @@ function fromUnion(e: ValueError, root: unknown, prefix: Loc): ValidationErrorIt
 
 function literalValues(variants: TSchema[]): unknown[] | null {
   if (variants.length === 0 || !variants.every((v) => 'const' in v)) return null;
-  return variants.map((v) => v.const);
+  return variants.map((v) => v.const as unknown);
 }
 
 function tagValues(variant: TSchema, key: string): unknown[] | null {
   const prop = (variant.properties as Record<string, TSchema> | undefined)?.[key];
   if (!prop) return null;
-  if ('const' in prop) return [prop.const];
+  if ('const' in prop) return [prop.const as unknown];
   if (Array.isArray(prop.anyOf)) return literalValues(prop.anyOf as TSchema[]);
   return null;
 }

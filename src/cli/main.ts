@@ -102,7 +102,7 @@ function stopOnSignals(running: { stop(): Promise<void> }): void {
 async function withStore<T>(flags: Record<string, string>, fn: (store: Store) => Promise<T>): Promise<T> {
   // The server's own store and its settings (keys per user, idempotency, the key secret), from the same environment.
   const config = loadConfig(
-    (['--data-dir', '--store'] as const).flatMap((flag) => (flags[flag] === undefined ? [] : [flag, flags[flag]!])),
+    (['--data-dir', '--store'] as const).flatMap((flag) => (flags[flag] === undefined ? [] : [flag, flags[flag]])),
     process.env,
   );
   await prepareStore(config);

@@ -161,7 +161,7 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
   const calibration = opts.calibration;
   // Raw probabilities are the model's own: the unpermuted pass, before the layout sharpens a score.
   const asRead: RenderContext = { ...ctx, layout: { ...layout, scoreTemperature: 1 } };
-  const uncalibrated: Decision['uncalibrated'] = Object.create(null);
+  const uncalibrated = Object.create(null) as Decision['uncalibrated'];
   // fromEntries defines own properties, so a question named "__proto__" is answered like any other.
   const answers: Record<string, Answer> = Object.fromEntries(
     plans.map(({ question, probes }) => {

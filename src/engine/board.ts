@@ -12,9 +12,9 @@ export interface BoardSource {
 }
 
 export interface EngineBoard {
-  attach(worker: Worker): void;
+  attach: (worker: Worker) => void;
   /** Tells every worker the current status. */
-  publish(): void;
+  publish: () => void;
 }
 
 export function engineBoard(source: BoardSource): EngineBoard {

@@ -229,7 +229,7 @@ export class LocalEngine implements EngineService {
         ),
       ),
     );
-    const logprobs: Float32Array[] = new Array(request.branches.length);
+    const logprobs = new Array<Float32Array>(request.branches.length);
     groups.forEach((g, k) => g.members.forEach((m, j) => (logprobs[m.index] = outcomes[k]!.logprobs[j]!)));
     return {
       logprobs,

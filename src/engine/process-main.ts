@@ -5,6 +5,7 @@ import { createLocalEngine, type LocalEngine } from './local.js';
 import { ENGINE_CONFIG_ENV, wireError, type ProcessEngineMessage } from './ipc.js';
 import { serveEngine, type EngineServer } from './rpc/server.js';
 import { privateSocketPath, removeEngineSocket } from './rpc/socket-dir.js';
+import type { EngineOptions } from './types.js';
 
 function send(msg: ProcessEngineMessage): void {
   process.send?.(msg);
@@ -13,7 +14,7 @@ function send(msg: ProcessEngineMessage): void {
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 async function main(): Promise<void> {
-  const { modelPath, options } = JSON.parse(process.env[ENGINE_CONFIG_ENV] ?? '{}');
+  const { modelPath, options } = JSON.parse(process.env[ENGINE_CONFIG_ENV] ?? '{}') as { modelPath: string; options: Partial<EngineOptions> };
   let engine: LocalEngine;
   let server: EngineServer;
   try {

@@ -17,9 +17,9 @@ export interface WatchOptions {
   /** EngineOptions.livenessSeconds in milliseconds. */
   floorMs: number;
   /** Called once, with the reason; the watch then ends. */
-  onWedged(why: string): void;
+  onWedged: (why: string) => void;
   /** Called once when the engine is not there at all (an `unavailable` answer); the watch then ends. Ignored when absent. */
-  onGone?(): void;
+  onGone?: () => void;
 }
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;

@@ -32,7 +32,7 @@ function compile(route: Route): CompiledRoute {
     source += escapeRegex(route.path.slice(last, m.index));
     source += '([^/]+)';
     names.push(m[1]!);
-    last = m.index! + m[0].length;
+    last = m.index + m[0].length;
   }
   source += escapeRegex(route.path.slice(last));
   return { route, regex: new RegExp(`^${source}$`), names };

@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hashFileInto, stampVerified } from './checksum.js';
+import { failureReason } from './failure.js';
 import { statusReason } from './hub.js';
 import { readJson } from './json.js';
 import { createProgress, formatBytes, type ProgressSink } from './progress.js';
@@ -78,7 +79,7 @@ async function open(spec: DownloadSpec, from: number): Promise<Opened> {
     try {
       res = await fetch(url, { redirect: 'manual', headers: from > 0 ? { ...headers, range: `bytes=${from}-` } : headers });
     } catch (err) {
-      throw new ResumableError(`cannot reach ${new URL(url).host}: ${String((err as Error).cause ?? (err as Error).message)}`);
+      throw new ResumableError(`cannot reach ${new URL(url).host}: ${failureReason(err)}`);
     }
     if (hop === 0) {
       linked.sha256 = linkedDigest(res);
@@ -193,7 +194,7 @@ async function attempt(spec: DownloadSpec, partial: string, from: number): Promi
       removePartial(partial);
       throw err;
     }
-    throw new ResumableError(`the download of ${name} broke off after ${formatBytes(done)}${total ? ` of ${formatBytes(total)}` : ''} (${String((err as Error).cause ?? (err as Error).message)}); the partial file is kept and the next pull resumes it`);
+    throw new ResumableError(`the download of ${name} broke off after ${formatBytes(done)}${total ? ` of ${formatBytes(total)}` : ''} (${failureReason(err)}); the partial file is kept and the next pull resumes it`);
   } finally {
     progress?.finish();
   }

@@ -7,6 +7,7 @@
 // Q8_0, then the first GGUF. Projector, imatrix and draft files (`mmproj`, `imatrix`, `mtp-`, ...)
 // are never the model. A split model is all of its parts, part 1 first. Each file then downloads
 // from `{HF_ENDPOINT}/{repo}/resolve/main/{file}`, which redirects to the hub's CDN.
+import { failureReason } from './failure.js';
 import { ModelRefError, splitInfo, splitParts, type ModelRef } from './ref.js';
 
 export const DEFAULT_HF_ENDPOINT = 'https://huggingface.co';
@@ -68,7 +69,7 @@ async function listFiles(repo: string, env: NodeJS.ProcessEnv): Promise<TreeEntr
   try {
     res = await fetch(url, { headers: { accept: 'application/json', 'user-agent': 'arbitra', ...authHeaders(env) } });
   } catch (err) {
-    throw new Error(`cannot reach ${hubEndpoint(env)} to list ${repo}: ${(err as Error).cause ?? (err as Error).message}`);
+    throw new Error(`cannot reach ${hubEndpoint(env)} to list ${repo}: ${failureReason(err)}`);
   }
   if (!res.ok) throw new Error(statusReason(res.status, `listing the files of ${repo}`));
   const body = (await res.json()) as unknown;

@@ -2,7 +2,7 @@
 // gets its databases from here; nothing else opens LMDB.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 
 export const DB_NAMES = [
   'users', // user_id -> UserRecord
@@ -33,7 +33,7 @@ export type DbName = (typeof DB_NAMES)[number];
 
 export interface StoreEnv {
   root: RootDatabase;
-  dbs: Record<DbName, Database<any, any>>;
+  dbs: Record<DbName, Database<unknown, Key>>;
   /**
    * Waits until every write committed so far (async or transactionSync) is flushed to disk.
    * Acknowledging writes call this before returning, so a kill -9 right after a 200 loses nothing.
@@ -53,7 +53,7 @@ export function openEnv(dataDir: string): StoreEnv {
     noMetaSync: false,
     mapSize: 2 * 1024 ** 3,
   });
-  const dbs = {} as Record<DbName, Database<any, any>>;
+  const dbs = {} as Record<DbName, Database<unknown, Key>>;
   for (const name of DB_NAMES) {
     dbs[name] = root.openDB({ name, encoding: 'msgpack' });
   }

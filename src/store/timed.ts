@@ -10,7 +10,7 @@ export function timedStore(store: Store, observe: (operation: string, seconds: n
   const timed = Object.create(store) as Store;
   for (const name of MODULES) {
     const module = store[name] as unknown as Record<string, unknown>;
-    const wrapped: Record<string, unknown> = Object.create(module);
+    const wrapped = Object.create(module) as Record<string, unknown>;
     for (const key of methodNames(module)) {
       const fn = module[key] as (...args: unknown[]) => unknown;
       const operation = `${name}.${key}`;
@@ -31,7 +31,7 @@ export function timedStore(store: Store, observe: (operation: string, seconds: n
 /** Own and prototype methods: some modules are object literals, some class instances. */
 function methodNames(module: Record<string, unknown>): string[] {
   const names = new Set<string>();
-  for (let o: object | null = module; o && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+  for (let o: object | null = module; o && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
     for (const key of Object.getOwnPropertyNames(o)) if (key !== 'constructor' && typeof module[key] === 'function') names.add(key);
   }
   return [...names];

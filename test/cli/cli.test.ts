@@ -180,7 +180,7 @@ for (const workers of ['0', '2']) {
     for (let i = 0; i < 20; i++) {
       const res = await fetch(`${base}/health`, { headers: { connection: 'close' } });
       t.equal(res.status, 200);
-      const body = (await res.json()) as any;
+      const body = (await res.json());
       t.match(body, { status: 'ok', workers: Number(workers), http: 'uws', model: { loaded: true } });
       pids.add(body.pid);
     }

@@ -79,7 +79,7 @@ if (cannotRun) {
     t.same(replies.map((r) => r.status), [200, 200, 200, 200]);
     const after = await branchesByEngine(server);
     const grew = [0, 1].filter((e) => after[e]! > before[e]!);
-    t.equal(grew.length, 1, `one engine took all four (branches ${before} -> ${after})`);
+    t.equal(grew.length, 1, `one engine took all four (branches ${before.join(', ')} -> ${after.join(', ')})`);
     home = grew[0]!;
     first = replies[0]!.json.answers.refund;
     for (const r of replies.slice(1)) t.same(r.json.answers.refund, first, 'the same answer each time');

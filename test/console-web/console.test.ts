@@ -19,7 +19,7 @@ const text = (page: Page, selector: string) => page.$eval(selector, (el) => (el 
 async function waitText(page: Page, selector: string, pattern: RegExp, timeout = 30_000): Promise<string> {
   await page.waitForFunction(
     (sel: string, source: string) => {
-      const el = document.querySelector(sel) as HTMLElement | null;
+      const el = document.querySelector<HTMLElement>(sel);
       return !!el && new RegExp(source).test(el.innerText);
     },
     { timeout },

@@ -58,7 +58,7 @@ t.test('temperature keeps the ranking: the chosen answer never changes', async (
   const p = [0.5, 0.3, 0.2];
   for (const temperature of [0.3, 1, 4]) {
     const q = applyFit({ method: 'temperature', temperature }, p);
-    t.ok(q[0]! > q[1]! && q[1]! > q[2]!, `T=${temperature}: ${q}`);
+    t.ok(q[0]! > q[1]! && q[1]! > q[2]!, `T=${temperature}: ${q.join(', ')}`);
     t.ok(Math.abs(q.reduce((a, b) => a + b, 0) - 1) < 1e-12);
   }
 });

@@ -1,6 +1,5 @@
 // Bad input, queueing beyond the sequence limit, load failures and the close/load life cycle on the
 // real addon and model: every failure is an EngineError with a code, and the engine keeps working.
-import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { LlamaEngine } from '../../src/engine/llama-engine.js';

@@ -26,7 +26,7 @@ t.test('facts match the GGUF metadata', async (t) => {
   t.equal(meta.get('general.file_type'), FTYPE_Q4_K_M, 'the file says Q4_K_M');
   t.equal(facts.quantMethod, 'Q4_K_M');
   t.equal(facts.quantBits, 4);
-  const ctx = meta.get(`${arch}.context_length`);
+  const ctx = meta.get(`${typeof arch === 'string' ? arch : '?'}.context_length`);
   t.equal(ctx, 32768);
   t.equal(facts.trainingContext, ctx, 'training context is the GGUF context_length');
   const tokens = meta.get('tokenizer.ggml.tokens');

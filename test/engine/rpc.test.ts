@@ -75,7 +75,7 @@ t.test('the socket is private, and gone once closed', async (t) => {
 });
 
 t.test('sockets of engines that died with their host are removed at start; live ones stay', async (t) => {
-  const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+  const dead = spawnSync(process.execPath, ['-e', '']).pid;
   const dir = (pid: number, tag: string): string => fs.mkdtempSync(path.join(os.tmpdir(), `arbitra-engine-${pid}-${tag}`));
   // A socket file nobody listens on refuses connections, as a killed engine's does.
   const orphan = dir(dead, 'orphan');

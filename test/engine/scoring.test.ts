@@ -23,7 +23,6 @@ const firstToken = (text: string) => {
   return ids[0]!;
 };
 const LABELS = Int32Array.from([' A', ' B', ' C', ' D'].map(firstToken));
-const bos = withBos('x')[0]!;
 
 function maxDiff(a: ArrayLike<number>[], b: ArrayLike<number>[]): number {
   if (a.length !== b.length) return Infinity;

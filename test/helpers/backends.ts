@@ -14,7 +14,7 @@ export const TEST_KEY_SECRET = 'test-only-server-secret-0123456789abcdef';
 export interface Backend {
   name: 'lmdb' | 'postgres';
   /** A new, empty place for a store: a data dir, or a fresh database's URL. */
-  fresh(): Promise<string>;
+  fresh: () => Promise<string>;
   /** What every store of this backend is opened with. */
   options: StoreOptions;
 }

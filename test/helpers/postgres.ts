@@ -146,15 +146,15 @@ function startServer(bins: Binaries, dataDir: string, port: number): Promise<Chi
     const onData = (d: Buffer) => {
       log += d.toString();
       if (log.includes(READY)) {
-        child.stderr!.off('data', onData);
+        child.stderr.off('data', onData);
         // Keep draining, so a chatty server never blocks on a full pipe.
-        child.stderr!.resume();
+        child.stderr.resume();
         child.off('exit', onExit);
         resolve(child);
       }
     };
     const onExit = (code: number | null) => reject(new Error(`postgres exited with ${code} before it was ready:\n${log}`));
-    child.stderr!.on('data', onData);
+    child.stderr.on('data', onData);
     child.once('exit', onExit);
     child.once('error', reject);
   });

@@ -4,7 +4,6 @@
 // real-model test that follows when the model file is present.
 import t, { type Test } from 'tap';
 import fs from 'node:fs';
-import path from 'node:path';
 import { apiRoutes, buildRoutes, createApp, createAppDeps } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { EngineError, promptCapacity, type EngineService } from '../../src/engine/types.js';
@@ -41,17 +40,17 @@ t.test('while the model loads', async (t) => {
   const health = await fetch(`${base}/health`);
   t.equal(health.status, 503);
   t.ok(health.headers.get('retry-after'));
-  const h = (await health.json()) as any;
+  const h = (await health.json());
   t.match(h, { status: 'loading', api_version: '2026-10-12', model: { id: DEFAULT_MODEL.name, loaded: false }, workers: 3, http: 'uws' });
   t.type(h.uptime_s, 'number');
 
   const anon = await fetch(`${base}/v1/models`);
   t.equal(anon.status, 401);
-  t.equal(((await anon.json()) as any).detail.error_type, 'authentication_error');
+  t.equal(((await anon.json())).detail.error_type, 'authentication_error');
   const models = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
   t.equal(models.status, 503, 'an engine that is not ready is a 503, not a 500');
   t.equal(models.headers.get('retry-after'), '2');
-  t.equal(((await models.json()) as any).detail.error_type, 'service_unavailable');
+  t.equal(((await models.json())).detail.error_type, 'service_unavailable');
 
   t.same(deps.models.names, [DEFAULT_MODEL.name, 'jev-latest', 'jev-preview', 'default', 'fast']);
   t.equal(deps.models.resolve('jev-latest'), DEFAULT_MODEL.name);
@@ -79,7 +78,7 @@ t.test('/openapi.json describes every route with its schemas and errors', async 
   const { base, deps } = await serve(t, loading, () => 'loading');
   const res = await fetch(`${base}/openapi.json`);
   t.equal(res.status, 200);
-  const doc = (await res.json()) as any;
+  const doc = (await res.json());
   t.equal(doc.openapi, '3.1.0');
   t.equal(doc.info.version, '2026-10-12');
   const routes = apiRoutes(deps);
@@ -110,7 +109,7 @@ t.test('with the real model loaded', { skip: !fs.existsSync(modelFile) && 'the t
   t.match(await health.json(), { status: 'ok', model: { id: DEFAULT_MODEL.name, loaded: true } });
   const res = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
   t.equal(res.status, 200);
-  const body = (await res.json()) as any;
+  const body = (await res.json());
   t.equal(body.object, 'list');
   t.same(body.models, body.data);
   t.same(body.data.map((m: any) => m.id), [DEFAULT_MODEL.name, 'jev-latest', 'jev-preview', 'default', 'fast']);

@@ -62,12 +62,12 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
     t.test('404 and 405 as JSON errors', async (t) => {
       const nf = await fetch(`${base}/nowhere`);
       t.equal(nf.status, 404);
-      t.equal(((await nf.json()) as any).detail.error_type, 'not_found');
+      t.equal(((await nf.json())).detail.error_type, 'not_found');
       t.match(nf.headers.get('x-request-id'), UUID);
       const na = await fetch(`${base}/items/1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{}' });
       t.equal(na.status, 405);
       t.equal(na.headers.get('allow'), 'DELETE, GET');
-      const body = (await na.json()) as any;
+      const body = (await na.json());
       t.equal(body.detail.error_type, 'method_not_allowed');
       t.type(body.detail.message, 'string');
       t.equal(na.headers.get('x-arbitra-api-version'), '2026-10-12');
@@ -79,7 +79,7 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       t.same(await ok.json(), { name: 'x', count: 1 });
       const bad = await fetch(`${base}/things`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"count":-1}' });
       t.equal(bad.status, 422);
-      t.same(((await bad.json()) as any).detail.map((d: any) => [d.type, d.loc]), [
+      t.same(((await bad.json())).detail.map((d: any) => [d.type, d.loc]), [
         ['missing', ['body', 'name']],
         ['greater_than_equal', ['body', 'count']],
       ]);
@@ -88,7 +88,7 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       t.same(await broken.json(), { detail: [{ type: 'json_invalid', loc: ['body', 9], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }] });
       const empty = await fetch(`${base}/things`, { method: 'POST' });
       t.equal(empty.status, 422, 'no content-type and no body is not a 415');
-      t.equal(((await empty.json()) as any).detail[0].type, 'missing');
+      t.equal(((await empty.json())).detail[0].type, 'missing');
       const del = await fetch(`${base}/items/7`, { method: 'DELETE' });
       t.equal(del.status, 200, 'a bodiless DELETE needs no content-type');
     });
@@ -97,7 +97,7 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx']) {
         const res = await fetch(`${base}/things`, { method: 'POST', headers: { 'content-type': type }, body: '{"name":"x"}' });
         t.equal(res.status, 415, type);
-        t.equal(((await res.json()) as any).detail.error_type, 'unsupported_media_type');
+        t.equal(((await res.json())).detail.error_type, 'unsupported_media_type');
       }
       const none = await raw(server.port, { method: 'POST', path: '/things', headers: { 'content-length': '12' } }, [Buffer.from('{"name":"x"}')]);
       t.equal(none.status, 415, 'a body without content-type');
@@ -127,14 +127,14 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       const down = await fetch(`${base}/down`);
       t.equal(down.status, 503);
       t.equal(down.headers.get('retry-after'), '1');
-      t.equal(((await down.json()) as any).detail.error_type, 'service_unavailable');
+      t.equal(((await down.json())).detail.error_type, 'service_unavailable');
     });
 
     t.test('an unexpected exception is a generic 500, logged without the body', async (t) => {
       logged.length = 0;
       const res = await fetch(`${base}/boom`, { headers: { authorization: 'Bearer arb_secret_value' } });
       t.equal(res.status, 500);
-      const body = (await res.json()) as any;
+      const body = (await res.json());
       t.equal(body.detail.error_type, 'internal_error');
       t.notMatch(body.detail.message, /kaboom/, 'internals stay in the log');
       t.equal(logged.length, 1);

@@ -2,7 +2,7 @@
 // the console routes, usage figures, every limit's 429, billing's 402 and metering, exact counting
 // under concurrency, waitlist, traces, and kill -9 durability of what a 200 acknowledged.
 import t from 'tap';
-import { openStore, type Store } from '../../src/store/index.js';
+import { type Store } from '../../src/store/index.js';
 import { cannotRun, nextSecond, startServer, type Reply, type Server } from './helpers/server.js';
 
 type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];

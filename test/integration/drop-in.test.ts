@@ -102,7 +102,7 @@ if (cannotRun) {
     const state = 'Our invoice for October was charged twice to the company card, and the second charge has not been refunded yet. Please look into it.';
     const r = await decide({ state, questions: { route: { type: 'choice', instructions: 'Which team should handle this?', criteria } } });
     t.equal(r.status, 200, r.text.slice(0, 400));
-    const p = Object.values(r.json.answers.route.probabilities) as number[];
+    const p = Object.values(r.json.answers.route.probabilities as Record<string, number>);
     t.equal(p.length, 255);
     t.ok(Math.abs(p.reduce((a, b) => a + b, 0) - 1) < 1e-6);
   });

@@ -40,7 +40,7 @@ if (cannotRun) {
     let stderr = '';
     const limits = await new Promise<string>((resolve, reject) => {
       child.stderr.on('data', (c: Buffer) => {
-        stderr += c;
+        stderr += c.toString();
         const m = /^arbitra limits .*$/m.exec(stderr);
         if (m) resolve(m[0]);
       });

@@ -247,7 +247,10 @@ t.test('serve --model hf:... pulls before loading, then finds it offline', async
   const saved = { ARBITRA_MODELS_DIR: process.env.ARBITRA_MODELS_DIR, HF_ENDPOINT: process.env.HF_ENDPOINT };
   Object.assign(process.env, { ARBITRA_MODELS_DIR: dir, HF_ENDPOINT: hub.url });
   t.teardown(() => {
-    for (const [k, v] of Object.entries(saved)) v === undefined ? delete process.env[k] : (process.env[k] = v);
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
   });
   const config = loadConfig(['--model', 'hf:org/serve']);
   t.same(config.modelPull, { kind: 'hf', repo: 'org/serve', quant: null, file: null }, 'not pulled yet: a pull to make');

@@ -70,7 +70,7 @@ function questionFieldset(draft: QuestionDraft, onRemove: (fieldset: HTMLFieldSe
 }
 
 function readQuestion(fieldset: HTMLFieldSetElement): QuestionDraft {
-  const value = (selector: string): string => (fieldset.querySelector(selector) as HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement | null)?.value ?? '';
+  const value = (selector: string): string => fieldset.querySelector<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>(selector)?.value ?? '';
   return {
     name: value('.q-name').trim(),
     type: value('.q-type') as QuestionType,
@@ -80,6 +80,11 @@ function readQuestion(fieldset: HTMLFieldSetElement): QuestionDraft {
       .map((line) => line.trim())
       .filter((line) => line !== ''),
   };
+}
+
+/** A token count as the reply gives it, or a dash where it gives none. */
+function tokens(count: unknown): string {
+  return typeof count === 'number' ? String(count) : '\u2014';
 }
 
 function snippetBlock(id: string, title: string): { block: HTMLElement; pre: HTMLPreElement } {
@@ -224,7 +229,7 @@ function buildPlayground(): Playground {
           'dl',
           { class: 'facts pg-meta' },
           h('dt', null, 'Tokens'),
-          h('dd', { id: 'pg-tokens' }, `${String(usage.input_tokens ?? '\u2014')} input, ${String(usage.output_tokens ?? '\u2014')} output`),
+          h('dd', { id: 'pg-tokens' }, `${tokens(usage.input_tokens)} input, ${tokens(usage.output_tokens)} output`),
           h('dt', null, 'Latency'),
           h('dd', { id: 'pg-latency' }, `server ${latency}, round trip ${Math.round(roundTrip)} ms`),
           h('dt', null, 'Request id'),

@@ -117,7 +117,9 @@ export function callError(err: grpc.ServiceError, abandoned: boolean): EngineErr
     try {
       const { code, message, details } = JSON.parse(trailer) as { code: EngineErrorCode; message: string; details?: Record<string, unknown> };
       if (code in STATUS_OF) return new EngineError(code, message, details ?? {});
-    } catch {}
+    } catch {
+      // Not our trailer: the call fails by its status alone.
+    }
   }
   if (abandoned) return cancelledError();
   if (err.code === grpc.status.DEADLINE_EXCEEDED) return new EngineError('deadline_exceeded', 'the engine did not answer before the request deadline');

@@ -112,7 +112,9 @@ export async function serveEngine(engine: ServedEngine, on: ListenOn, log: (line
       let wedged = true;
       try {
         wedged = engine.stats().wedged;
-      } catch {}
+      } catch {
+        // An engine that cannot say how it is, is not serving.
+      }
       callback(null, { status: wedged ? 'NOT_SERVING' : 'SERVING' });
     },
   });

@@ -23,7 +23,9 @@ export function removeEngineSocket(file: string): void {
   try {
     fs.rmSync(file, { force: true });
     fs.rmdirSync(path.dirname(file));
-  } catch {}
+  } catch {
+    // Already gone, or not ours to remove.
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 // What every PostgreSQL store module shares: transactions on a checked-out client, advisory lock
 // keys, and the mapping of timestamps back to the ISO strings the records carry.
 import { createHash } from 'node:crypto';
+import { inspect } from 'node:util';
 import pg from 'pg';
 import { isBrokenConnection } from './outage.js';
 
@@ -104,7 +105,7 @@ export async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; 
     client,
     done(err) {
       client.removeListener('error', ignore);
-      client.release(err === undefined ? undefined : err instanceof Error ? err : new Error(String(err)));
+      client.release(err === undefined ? undefined : err instanceof Error ? err : new Error(inspect(err)));
     },
   };
 }

@@ -150,8 +150,8 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
   let log = '';
   const line = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no listening line within 180 s:\n${log}`)), 180_000);
-    child.stderr!.on('data', (c: Buffer) => {
-      log += c;
+    child.stderr.on('data', (c: Buffer) => {
+      log += c.toString();
       const m = /^arbitra listening on .*$/m.exec(log);
       if (m) {
         clearTimeout(timer);
@@ -164,7 +164,7 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
     });
   });
   // Keep draining stderr so a chatty server never blocks on a full pipe.
-  child.stderr!.resume();
+  child.stderr.resume();
   const url = /http:\/\/\S+/.exec(line)![0];
 
   let stopped: Promise<void> | null = null;
@@ -253,8 +253,8 @@ export async function startEngineNode(env: Record<string, string>, opts: { port?
   let log = '';
   const address = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no engine listening line within 120 s:\n${log}`)), 120_000);
-    child.stderr!.on('data', (c: Buffer) => {
-      log += c;
+    child.stderr.on('data', (c: Buffer) => {
+      log += c.toString();
       const m = /^arbitra engine listening on (\S+)/m.exec(log);
       if (m) {
         clearTimeout(timer);
@@ -266,7 +266,7 @@ export async function startEngineNode(env: Record<string, string>, opts: { port?
       reject(new Error(`arbitra engine exited (${signal ?? code}) before listening:\n${log}`));
     });
   });
-  child.stderr!.resume();
+  child.stderr.resume();
   const stopWith = async (signal: NodeJS.Signals): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited(child);
