@@ -27,7 +27,11 @@ const roundCount = Number(process.env.BENCH_ROUNDS) || 3;
 const roundSeconds = seconds / roundCount;
 const levels = (process.env.BENCH_CONCURRENCY ?? '1,8,32').split(',').map(Number);
 const log = (msg: string): void => void process.stdout.write(`[bench:api] ${msg}\n`);
-const rel = (command: string): string => command.split(' ').map((a) => (path.isAbsolute(a) ? path.relative(root, a) : a)).join(' ');
+const rel = (command: string): string =>
+  command
+    .split(' ')
+    .map((a) => (path.isAbsolute(a) ? path.relative(root, a) : a))
+    .join(' ');
 
 // Issue 19: decisions/s of ours over llama-server's, and for (b) our p50 over its p50 at most 0.8.
 const GOALS = [
@@ -57,7 +61,12 @@ async function promptsFor(body: object, engine: LocalEngine): Promise<Prompts> {
   const framed = engine.framedText(request);
   const { evaluatedTokens } = await engine.scoreText(await engineRequestFor({ ...body, state: nextState() }, info));
   const warm = await engine.scoreText(await engineRequestFor({ ...body, state: nextState() }, info));
-  return { prompts: framed.suffixes.map((suffix) => framed.prefix + suffix), candidates: request.branches[0]!.answers.length, evaluatedTokens, evaluatedTokensWarm: warm.evaluatedTokens };
+  return {
+    prompts: framed.suffixes.map((suffix) => framed.prefix + suffix),
+    candidates: request.branches[0]!.answers.length,
+    evaluatedTokens,
+    evaluatedTokensWarm: warm.evaluatedTokens,
+  };
 }
 
 /** A server under test, up for the whole run; the load generator asks it for one decision at a time. */
@@ -174,9 +183,16 @@ async function main(): Promise<void> {
         const results = Object.fromEntries(sides.map((s, i) => [s.name, poolRounds(c, rounds[i]!)]));
         for (const s of sides) {
           const res = results[s.name]!;
-          log(`${w} c=${c} ${s.name}: ${res.perSecond.toFixed(2)} decisions/s, p50 ${ms(res.p50ms)} ms, p99 ${ms(res.p99ms)} ms (${res.completed} ok, ${res.failed} failed; rounds ${res.roundRates.map((x) => x.toFixed(2)).join(', ')})`);
+          log(
+            `${w} c=${c} ${s.name}: ${res.perSecond.toFixed(2)} decisions/s, p50 ${ms(res.p50ms)} ms, p99 ${ms(res.p99ms)} ms (${res.completed} ok, ${res.failed} failed; rounds ${res.roundRates.map((x) => x.toFixed(2)).join(', ')})`,
+          );
         }
-        rows.push({ workload: w, concurrency: c, results, ratios: Object.fromEntries(ours.map((s) => [s.name, results[s.name]!.perSecond / results[baseline.name]!.perSecond])) });
+        rows.push({
+          workload: w,
+          concurrency: c,
+          results,
+          ratios: Object.fromEntries(ours.map((s) => [s.name, results[s.name]!.perSecond / results[baseline.name]!.perSecond])),
+        });
       }
     }
   } finally {
@@ -185,11 +201,18 @@ async function main(): Promise<void> {
 
   loads.push(os.loadavg()[0]!);
   const tokens = Object.fromEntries(
-    WORKLOAD_NAMES.map((w) => [w, { oursCold: prompts[w].evaluatedTokens, ours: prompts[w].evaluatedTokensWarm, baseline: Math.round(baseline.tokensPerDecision(w)) }]),
+    WORKLOAD_NAMES.map((w) => [
+      w,
+      { oursCold: prompts[w].evaluatedTokens, ours: prompts[w].evaluatedTokensWarm, baseline: Math.round(baseline.tokensPerDecision(w)) },
+    ]),
   ) as Record<Workload, { oursCold: number; ours: number; baseline: number }>;
   // Raw prompt tokens/s: tokens a side runs through the model per decision times its decisions/s.
-  const tokensPerSecond = (r: Row, side: Side): number => r.results[side.name]!.perSecond * (side === baseline ? tokens[r.workload].baseline : tokens[r.workload].ours);
-  const command = [...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS'].flatMap((k) => (process.env[k] ? [`${k}=${process.env[k]}`] : [])), 'npm run bench:api'].join(' ');
+  const tokensPerSecond = (r: Row, side: Side): number =>
+    r.results[side.name]!.perSecond * (side === baseline ? tokens[r.workload].baseline : tokens[r.workload].ours);
+  const command = [
+    ...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS'].flatMap((k) => (process.env[k] ? [`${k}=${process.env[k]}`] : [])),
+    'npm run bench:api',
+  ].join(' ');
   const out = {
     date: new Date().toISOString(),
     command,
@@ -206,12 +229,22 @@ async function main(): Promise<void> {
   writeRawResult('api', out);
 
   const x = (ratio: number): string => `${ratio.toFixed(2)}×`;
-  const header = ['workload', 'concurrency', ...sides.flatMap((s) => [`${s.name} decisions/s`, 'p50 ms', 'p99 ms', 'prompt tok/s']), ...ours.map((s) => `${s.name} ÷ llama-server`)];
+  const header = [
+    'workload',
+    'concurrency',
+    ...sides.flatMap((s) => [`${s.name} decisions/s`, 'p50 ms', 'p99 ms', 'prompt tok/s']),
+    ...ours.map((s) => `${s.name} ÷ llama-server`),
+  ];
   const table = [
     `| ${header.join(' | ')} |`,
     `|${header.map(() => '---|').join('')}`,
     ...rows.map((r) => {
-      const cells = sides.flatMap((s) => [r.results[s.name]!.perSecond.toFixed(2), ms(r.results[s.name]!.p50ms), ms(r.results[s.name]!.p99ms), tokensPerSecond(r, s).toFixed(0)]);
+      const cells = sides.flatMap((s) => [
+        r.results[s.name]!.perSecond.toFixed(2),
+        ms(r.results[s.name]!.p50ms),
+        ms(r.results[s.name]!.p99ms),
+        tokensPerSecond(r, s).toFixed(0),
+      ]);
       return `| ${r.workload} | ${r.concurrency} | ${cells.join(' | ')} | ${ours.map((s) => `**${x(r.ratios[s.name]!)}**`).join(' | ')} |`;
     }),
   ].join('\n');
@@ -232,7 +265,9 @@ async function main(): Promise<void> {
   });
   const exactOverFast = rows.map((r) => r.results[exact.name]!.perSecond / r.results[fast.name]!.perSecond);
   const drift = Math.max(...rows.flatMap((r) => Object.values(r.results).map((res) => Math.max(...res.roundRates) / Math.min(...res.roundRates))));
-  const failures = rows.flatMap((r) => sides.flatMap((s) => (r.results[s.name]!.failed > 0 ? [`${s.name} (${r.workload}, c=${r.concurrency}): ${r.results[s.name]!.failed}`] : [])));
+  const failures = rows.flatMap((r) =>
+    sides.flatMap((s) => (r.results[s.name]!.failed > 0 ? [`${s.name} (${r.workload}, c=${r.concurrency}): ${r.results[s.name]!.failed}`] : [])),
+  );
   const load = (n: number): string => n.toFixed(2);
   replaceSection(
     path.join(root, 'bench', 'RESULTS.md'),

@@ -95,7 +95,12 @@ async function main(): Promise<void> {
   await local.close();
 
   log('starting our server');
-  const server = await serve({ model, workers: 1, args: ['--threads', String(threads)], env: { ARBITRA_RATE_LIMIT_RPS: '1000000', ARBITRA_FREE_DAILY_DECISIONS: '100000000', ARBITRA_MONTHLY_CAP: '100000000' } });
+  const server = await serve({
+    model,
+    workers: 1,
+    args: ['--threads', String(threads)],
+    env: { ARBITRA_RATE_LIMIT_RPS: '1000000', ARBITRA_FREE_DAILY_DECISIONS: '100000000', ARBITRA_MONTHLY_CAP: '100000000' },
+  });
   const ours: Record<Workload, Ours[]> = { a: [], b: [] };
   let first: Ours | null = null;
   try {
@@ -105,7 +110,11 @@ async function main(): Promise<void> {
       await sleep(300);
       const before = await scrape(server.url);
       const t0 = performance.now();
-      const r = await fetch(`${server.url}/v1/systemone`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r = await fetch(`${server.url}/v1/systemone`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       await r.arrayBuffer();
       const wallMs = performance.now() - t0;
       if (r.status !== 200) throw new Error(`our server answered ${r.status}`);
@@ -135,7 +144,11 @@ async function main(): Promise<void> {
   const theirs: Record<Workload, Theirs[]> = { a: [], b: [] };
   try {
     const ask = async (prompt: string) => {
-      const r = await fetch(`${baseline.url}/completion`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, n_predict: 1, n_probs: 10, temperature: 0, cache_prompt: true }) });
+      const r = await fetch(`${baseline.url}/completion`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt, n_predict: 1, n_probs: 10, temperature: 0, cache_prompt: true }),
+      });
       const j = (await r.json()) as { timings?: { prompt_n?: number; prompt_ms?: number; predicted_ms?: number } };
       if (!r.ok) throw new Error(`llama-server answered ${r.status}`);
       return j.timings ?? {};
@@ -160,7 +173,19 @@ async function main(): Promise<void> {
     await baseline.stop();
   }
 
-  const out = { date: new Date().toISOString(), model: path.relative(root, model), threads, requests, tokenizeMs, hopMs, first, ours, theirs, ourCommand: server.command, baselineCommand: baseline.command };
+  const out = {
+    date: new Date().toISOString(),
+    model: path.relative(root, model),
+    threads,
+    requests,
+    tokenizeMs,
+    hopMs,
+    first,
+    ours,
+    theirs,
+    ourCommand: server.command,
+    baselineCommand: baseline.command,
+  };
   writeRawResult('breakdown', out);
 
   const f = (x: number): string => (Number.isNaN(x) ? '–' : x < 10 ? x.toFixed(1) : x.toFixed(0));
@@ -179,12 +204,22 @@ async function main(): Promise<void> {
       [`(${w}) tokenising and framing`, f(tokenizeMs[w]), '–'],
       [`(${w}) validation, decision layer, worker → engine hop, queueing, answer building`, f(rest), '–'],
       [`(${w}) of which the worker → engine call alone (the engine service, a fake engine; median of 500)`, hopMs[w].toFixed(2), '–'],
-      [`(${w}) llama_decode: ${f(med(o, (r) => r.decodes))} decodes, ${f(med(o, (r) => r.tokens))} tokens (llama-server: ${f(med(t, (r) => r.promptTokens))} prompt tokens)`, f(decode), f(med(t, (r) => r.promptMs))],
+      [
+        `(${w}) llama_decode: ${f(med(o, (r) => r.decodes))} decodes, ${f(med(o, (r) => r.tokens))} tokens (llama-server: ${f(med(t, (r) => r.promptTokens))} prompt tokens)`,
+        f(decode),
+        f(med(t, (r) => r.promptMs)),
+      ],
       [`(${w}) logits readout (ours) / one predicted token (llama-server)`, f(readout), f(med(t, (r) => r.predictMs))],
-      [`(${w}) prompt tokens/s in the model`, f(med(o, (r) => r.tokens) / (decode / 1000)), f(med(t, (r) => r.promptTokens) / (med(t, (r) => r.promptMs) / 1000))],
+      [
+        `(${w}) prompt tokens/s in the model`,
+        f(med(o, (r) => r.tokens) / (decode / 1000)),
+        f(med(t, (r) => r.promptTokens) / (med(t, (r) => r.promptMs) / 1000)),
+      ],
     ];
   };
-  const table = [['stage, median of ' + requests + ' decisions', 'ours ms', 'llama-server ms'], ['---', '---', '---'], ...WORKLOAD_NAMES.flatMap(rowsFor)].map((r) => `| ${r.join(' | ')} |`).join('\n');
+  const table = [['stage, median of ' + requests + ' decisions', 'ours ms', 'llama-server ms'], ['---', '---', '---'], ...WORKLOAD_NAMES.flatMap(rowsFor)]
+    .map((r) => `| ${r.join(' | ')} |`)
+    .join('\n');
   replaceSection(
     path.join(root, 'bench', 'RESULTS.md'),
     'Breakdown',

@@ -44,7 +44,16 @@ async function main(): Promise<void> {
       log,
     });
     const notes = serverNotes(server, log);
-    const result = { date: new Date().toISOString(), cpus: os.availableParallelism(), command: server.command, kills, settleS, deadlineS, report, serverLog: notes.slice(-40) };
+    const result = {
+      date: new Date().toISOString(),
+      cpus: os.availableParallelism(),
+      command: server.command,
+      kills,
+      settleS,
+      deadlineS,
+      report,
+      serverLog: notes.slice(-40),
+    };
     writeRawResult('chaos', result);
     publishSection(common.resultsFile, 'Chaos (`npm run bench:chaos`)', summary(result), log);
   } finally {
@@ -67,7 +76,9 @@ function summary(r: { date: string; cpus: number; command: string; kills: number
       const mine = report.requests.filter((q) => q.kind === kind && q.key === key);
       if (mine.length === 0) return [];
       const ok = latencySummary(mine.filter((q) => q.outcome === '200').map((q) => q.doneAt - q.sentAt));
-      return [`| ${kind} | ${key} | ${mine.length} | ${statuses.map((s) => mine.filter((q) => q.outcome === s).length).join(' | ')} | ${ms(ok.p50)} | ${ms(ok.max)} |`];
+      return [
+        `| ${kind} | ${key} | ${mine.length} | ${statuses.map((s) => mine.filter((q) => q.outcome === s).length).join(' | ')} | ${ms(ok.p50)} | ${ms(ok.max)} |`,
+      ];
     }),
   );
   return [
@@ -79,7 +90,9 @@ function summary(r: { date: string; cpus: number; command: string; kills: number
     '',
     '| kill | times | healed | heal p50 s | heal max s | silent requests |',
     '|---|---|---|---|---|---|',
-    ...byTarget.map((b) => `| ${b.target} | ${b.count} | ${b.healed} | ${(b.latency.p50 / 1000).toFixed(1)} | ${(b.latency.max / 1000).toFixed(1)} | ${b.silent} |`),
+    ...byTarget.map(
+      (b) => `| ${b.target} | ${b.count} | ${b.healed} | ${(b.latency.p50 / 1000).toFixed(1)} | ${(b.latency.max / 1000).toFixed(1)} | ${b.silent} |`,
+    ),
     '',
     'Requests by client and outcome (ECONNRESET and the like: the connection a killed worker held; 503: the engine reloading; timeout: silence):',
     '',
@@ -87,7 +100,9 @@ function summary(r: { date: string; cpus: number; command: string; kills: number
     `|---|---|---|${statuses.map(() => '---|').join('')}---|---|`,
     ...rows,
     '',
-    ...(report.silent.length ? ['Silent requests:', '', ...report.silent.slice(0, 20).map((q) => `- ${q.kind} (${q.key}) sent at ${(q.sentAt / 1000).toFixed(1)} s`)] : []),
+    ...(report.silent.length
+      ? ['Silent requests:', '', ...report.silent.slice(0, 20).map((q) => `- ${q.kind} (${q.key}) sent at ${(q.sentAt / 1000).toFixed(1)} s`)]
+      : []),
   ].join('\n');
 }
 

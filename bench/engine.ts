@@ -33,19 +33,23 @@ const STATE =
 // The decision layer builds the prompts (frame, layout, orderings), exactly as a request would.
 const QUESTIONS = {
   topic: {
-    type: 'choice', instructions: 'Which area does the main problem in this ticket belong to?',
+    type: 'choice',
+    instructions: 'Which area does the main problem in this ticket belong to?',
     criteria: { billing: 'invoices, seats, payments', export: 'PDF or file export features', access: 'logins and permissions', other: null },
   },
   urgency: {
-    type: 'choice', instructions: 'How quickly should support respond to this customer?',
+    type: 'choice',
+    instructions: 'How quickly should support respond to this customer?',
     criteria: { today: 'call back within hours', 'this week': null, 'next week': null, 'no reply needed': null },
   },
   churn: {
-    type: 'choice', instructions: 'How likely is this customer to cancel or not renew the contract?',
+    type: 'choice',
+    instructions: 'How likely is this customer to cancel or not renew the contract?',
     criteria: { 'very likely': 'explicit threat to leave', possible: null, unlikely: null, unknown: null },
   },
   team: {
-    type: 'choice', instructions: 'Which team should own the follow-up on this ticket?',
+    type: 'choice',
+    instructions: 'Which team should own the follow-up on this ticket?',
     criteria: { engineering: 'bugs and outages', finance: 'invoice corrections', 'account management': 'renewals and escalations', 'first-line support': null },
   },
 };
@@ -187,7 +191,14 @@ async function main(): Promise<void> {
     model: { path: path.relative(root, model), quant: info.quantMethod, parameters: info.parameters, llamaBuild: info.llamaBuild, backend: info.backend },
     engineOptions: { contextSize: info.contextSize, maxSequences: info.maxSequences, threads: info.threads },
     llamaBench: { used: ref, runs: refRuns },
-    workload: { questions: Object.keys(QUESTIONS).length, options: 4, passes: PASSES, branches: base.branches.length, prefixTokens: base.prefix.length, suffixTokens: base.branches.map((b) => b.suffix.length) },
+    workload: {
+      questions: Object.keys(QUESTIONS).length,
+      options: 4,
+      passes: PASSES,
+      branches: base.branches.length,
+      prefixTokens: base.prefix.length,
+      suffixTokens: base.branches.map((b) => b.suffix.length),
+    },
     cold,
     warm,
     ratios: {
@@ -208,7 +219,9 @@ async function main(): Promise<void> {
     '',
     `Machine: ${result.machine.cpu}, ${result.machine.cores} cores, ${threads} threads for both llama-bench and the engine, ${result.machine.memoryGb} GB RAM, ${info.backend} backend, llama.cpp ${info.llamaBuild}, Node ${process.version}.`,
     `Load average (1 min) ${fmt(loadBefore[0]!, 2)} before the run. Other processes used ${fmt(otherCpu, 1)} CPU-seconds during the ${fmt(wallSeconds)} s run (${fmt(otherShare * 100)}% of the cores)` +
-      (busy ? `: they shared the ${result.machine.cores} cores with the benchmark, so absolute figures are lower and noisier than on a quiet machine.` : ': the machine was quiet.'),
+      (busy
+        ? `: they shared the ${result.machine.cores} cores with the benchmark, so absolute figures are lower and noisier than on a quiet machine.`
+        : ': the machine was quiet.'),
     '',
     `Model: ${result.model.path} (${info.quantMethod}). Workload: one state of ${base.prefix.length} tokens, ${Object.keys(QUESTIONS).length} choice questions × 4 options × ${PASSES} permutations = ${base.branches.length} branches of ${Math.min(...result.workload.suffixTokens)}–${Math.max(...result.workload.suffixTokens)} tokens, laid out by src/decision (prompt.ts and kinds/).`,
     '',

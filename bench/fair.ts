@@ -38,7 +38,12 @@ const PASSES = 8;
 const OPTIONS = ['refund', 'repair', 'replacement', 'apology', 'discount', 'callback', 'escalation', 'nothing'];
 function largeBody(questions: number, ref: number): Record<string, unknown> {
   const body = decisionBody('large', ref, questions) as { state: string; questions: Record<string, { instructions: string }> };
-  const asChoice = Object.fromEntries(Object.entries(body.questions).map(([name, q]) => [name, { type: 'choice', instructions: `${q.instructions} If so, what should support offer?`, criteria: OPTIONS }]));
+  const asChoice = Object.fromEntries(
+    Object.entries(body.questions).map(([name, q]) => [
+      name,
+      { type: 'choice', instructions: `${q.instructions} If so, what should support offer?`, criteria: OPTIONS },
+    ]),
+  );
   return { state: body.state, questions: asChoice, options: { debias: 'permute', debias_passes: PASSES } };
 }
 
@@ -117,7 +122,13 @@ async function largestAdmitted(server: Served, key: string): Promise<{ attempts:
     const detail = json(reply)?.detail;
     const item = Array.isArray(detail) ? detail[0] : detail;
     const fit = typeof item?.ctx?.branches_that_fit === 'number' ? (item.ctx.branches_that_fit as number) : null;
-    attempts.push({ questions, outcome: outcome(reply), ms: reply.ms, message: reply.status === 200 ? null : String(item?.msg ?? item?.message ?? reply.error ?? ''), branchesThatFit: fit });
+    attempts.push({
+      questions,
+      outcome: outcome(reply),
+      ms: reply.ms,
+      message: reply.status === 200 ? null : String(item?.msg ?? item?.message ?? reply.error ?? ''),
+      branchesThatFit: fit,
+    });
     log(`large request of ${questions} questions: ${outcome(reply)} in ${(reply.ms / 1000).toFixed(1)} s${fit === null ? '' : ` (${fit} branches fit)`}`);
     if (reply.status !== 422 && reply.status !== 429) return { attempts, reply, questions };
     const next = fit !== null ? Math.min(questions - 1, Math.floor(fit / PASSES)) : Math.floor(questions * 0.9);
@@ -198,10 +209,14 @@ async function main(): Promise<void> {
     const decodes = delta(before.decodes, after.decodes);
     const decodeMs = decodes ? ((delta(before.decodeSeconds, after.decodeSeconds) ?? NaN) * 1000) / decodes : NaN;
     const answers = Object.keys(json(bigReply)?.answers ?? {}).length;
-    log(`beside it: cold p50 ${ms(beside.cold.latency.p50)} ms, warm p50 ${ms(beside.warm.latency.p50)} ms; large ${outcome(bigReply)} in ${(bigReply.ms / 1000).toFixed(1)} s; a decode took ${ms(decodeMs)} ms on average`);
+    log(
+      `beside it: cold p50 ${ms(beside.cold.latency.p50)} ms, warm p50 ${ms(beside.warm.latency.p50)} ms; large ${outcome(bigReply)} in ${(bigReply.ms / 1000).toFixed(1)} s; a decode took ${ms(decodeMs)} ms on average`,
+    );
 
     const cancel = await cancellation(server, largeKey, smallKey, questions, Math.max(10_000, bigReply.ms));
-    log(`cancel: idle ${cancel.idleAfterS ?? 'never'} s after the disconnect, ${cancel.branchesAfterDisconnect} branches scored after it, jobs cancelled ${cancel.jobsCancelled ?? 'not exported'}`);
+    log(
+      `cancel: idle ${cancel.idleAfterS ?? 'never'} s after the disconnect, ${cancel.branchesAfterDisconnect} branches scored after it, jobs cancelled ${cancel.jobsCancelled ?? 'not exported'}`,
+    );
 
     const serverLog = serverNotes(server, log);
     const result: FairResult = {
@@ -228,7 +243,10 @@ async function main(): Promise<void> {
   }
 }
 
-const statusList = (s: Record<string, number>): string => Object.entries(s).map(([k, n]) => `${k} × ${n}`).join(', ');
+const statusList = (s: Record<string, number>): string =>
+  Object.entries(s)
+    .map(([k, n]) => `${k} × ${n}`)
+    .join(', ');
 
 interface FairResult {
   date: string;
@@ -255,18 +273,27 @@ interface FairResult {
  */
 function wasCancelled(c: FairResult['cancel']): boolean {
   const left = c.branches - (c.branchesBeforeDisconnect ?? 0);
-  return c.clientSaw === 'aborted' && c.idleAfterS !== null && c.branchesAfterDisconnect !== null && c.branchesAfterDisconnect < left / 2 && (c.jobsCancelled === null || c.jobsCancelled > 0);
+  return (
+    c.clientSaw === 'aborted' &&
+    c.idleAfterS !== null &&
+    c.branchesAfterDisconnect !== null &&
+    c.branchesAfterDisconnect < left / 2 &&
+    (c.jobsCancelled === null || c.jobsCancelled > 0)
+  );
 }
 
 const met = (ok: boolean): string => (ok ? 'met' : '**missed**');
 
 function report(r: FairResult): string {
   const c = r.cancel;
-  const row = (name: string, s: Stream): string => `| ${name} | ${s.sent} | ${statusList(s.statuses)} | ${ms(s.latency.p50)} | ${ms(s.latency.p99)} | ${ms(s.latency.max)} |`;
+  const row = (name: string, s: Stream): string =>
+    `| ${name} | ${s.sent} | ${statusList(s.statuses)} | ${ms(s.latency.p50)} | ${ms(s.latency.p99)} | ${ms(s.latency.max)} |`;
   const coldRatio = r.beside.cold.latency.p50 / r.alone.cold.latency.p50;
   const warmGoal = r.alone.warm.latency.p50 + r.decodeMs;
   const inTime = r.large.outcome === '200' && r.large.seconds <= r.deadline;
-  const attempts = r.attempts.map((a) => `${a.questions} questions (${a.questions * PASSES} branches): ${a.outcome} in ${ms(a.ms)} ms${a.message ? ` ("${a.message}")` : ''}`);
+  const attempts = r.attempts.map(
+    (a) => `${a.questions} questions (${a.questions * PASSES} branches): ${a.outcome} in ${ms(a.ms)} ms${a.message ? ` ("${a.message}")` : ''}`,
+  );
   return [
     `Command: \`npm run bench:fair -- --deadline ${r.deadline}\` (${r.date.slice(0, 16).replace('T', ' ')} UTC; ${r.cpus} cores, 1-minute load average ${r.loadavg1?.toFixed(2)} at the end; model ${r.model.split('/').pop()}). Server: \`${r.command}\`, default limits but ARBITRA_REQUEST_DEADLINE_SECONDS=${r.deadline}.`,
     '',

@@ -82,7 +82,9 @@ const result = {
 writeRawResult('long', result);
 
 const base = long[0]!.tokensPerSecond;
-const rows = long.map((r) => `| ${r.tokens} | ${r.lane} | ${(r.ms / 1000).toFixed(1)} | ${r.tokensPerSecond.toFixed(0)} | ${(r.tokensPerSecond / base).toFixed(2)} |`);
+const rows = long.map(
+  (r) => `| ${r.tokens} | ${r.lane} | ${(r.ms / 1000).toFixed(1)} | ${r.tokensPerSecond.toFixed(0)} | ${(r.tokensPerSecond / base).toFixed(2)} |`,
+);
 replaceSection(
   path.join(root, 'bench', 'RESULTS.md'),
   'Long inputs (`npm run bench:long`)',

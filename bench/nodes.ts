@@ -133,19 +133,38 @@ async function waitHealthy(node: Served): Promise<void> {
   throw new Error(`${node.url}/health never answered 200:\n${node.log().slice(-20).join('\n')}`);
 }
 
-const emptyTally = (): Tally => ({ latenciesMs: [], completed: 0, failed: 0, seconds: 0, statuses: {}, perRound: [], store: new Map(), http: undefined, cpu: { api: 0, postgres: 0, engine: 0 } });
+const emptyTally = (): Tally => ({
+  latenciesMs: [],
+  completed: 0,
+  failed: 0,
+  seconds: 0,
+  statuses: {},
+  perRound: [],
+  store: new Map(),
+  http: undefined,
+  cpu: { api: 0, postgres: 0, engine: 0 },
+});
 
 let ref = 0;
 
 /** One measured window of `config` at `concurrency`, added to `tally`. */
-async function measure(config: Config, concurrency: number, tally: Tally, cpu: () => { api: (c: Config) => number; postgres: number; engine: number }): Promise<void> {
+async function measure(
+  config: Config,
+  concurrency: number,
+  tally: Tally,
+  cpu: () => { api: (c: Config) => number; postgres: number; engine: number },
+): Promise<void> {
   let n = 0;
   const latencies: number[] = [];
   const once = async (): Promise<boolean> => {
     const i = n++;
     const node = config.nodes[i % config.nodes.length]!;
     const key = config.keys[Math.floor(i / config.nodes.length) % config.keys.length]!;
-    const r = await call(`${node.url}${ROUTE}`, { headers: { authorization: `Bearer ${key}` }, body: decisionBody('small', ++ref), timeoutMs: REQUEST_TIMEOUT_MS });
+    const r = await call(`${node.url}${ROUTE}`, {
+      headers: { authorization: `Bearer ${key}` },
+      body: decisionBody('small', ++ref),
+      timeoutMs: REQUEST_TIMEOUT_MS,
+    });
     const o = outcome(r);
     tally.statuses[o] = (tally.statuses[o] ?? 0) + 1;
     if (r.status === 200) latencies.push(r.ms);
@@ -170,7 +189,9 @@ async function measure(config: Config, concurrency: number, tally: Tally, cpu: (
   tally.failed += res.failed;
   tally.seconds += res.seconds;
   tally.perRound.push(res.perSecond);
-  log(`${config.id} (${config.name}) c=${concurrency}: ${res.perSecond.toFixed(2)} decisions/s, p50 ${res.p50ms.toFixed(0)} ms, p99 ${res.p99ms.toFixed(0)} ms (${res.completed} ok, ${res.failed} failed)`);
+  log(
+    `${config.id} (${config.name}) c=${concurrency}: ${res.perSecond.toFixed(2)} decisions/s, p50 ${res.p50ms.toFixed(0)} ms, p99 ${res.p99ms.toFixed(0)} ms (${res.completed} ok, ${res.failed} failed)`,
+  );
 }
 
 function rowOf(config: Config, concurrency: number, t: Tally): Row {
@@ -269,7 +290,11 @@ async function main(): Promise<void> {
       await waitHealthy(node);
       return node;
     };
-    const postgresEnv = async (): Promise<Record<string, string>> => ({ ARBITRA_STORE_URL: await pg.freshDatabase(), ARBITRA_KEY_SECRET: KEY_SECRET, ARBITRA_STORE_POOL: String(STORE_POOL) });
+    const postgresEnv = async (): Promise<Record<string, string>> => ({
+      ARBITRA_STORE_URL: await pg.freshDatabase(),
+      ARBITRA_KEY_SECRET: KEY_SECRET,
+      ARBITRA_STORE_POOL: String(STORE_POOL),
+    });
     const keysFor = async (node: Served, id: string): Promise<string[]> => {
       const keys: string[] = [];
       for (let i = 0; i < Math.max(...levels); i++) keys.push((await node.createKey(`nodes-${id.toLowerCase()}-${i}@example.com`, `client ${i}`)).key);
@@ -385,7 +410,11 @@ function report(r: NodesResult): string {
     .map((q) => `| ${q.concurrency} | **${f(q.bOverA)}×** (rounds ${range(q.bOverAByRound)}) | **${f(q.cOverB)}×** (rounds ${range(q.cOverBByRound)}) |`)
     .join('\n');
   const opRows = r.rows
-    .flatMap((x) => x.operations.map((o) => `| ${x.concurrency} | ${x.config} | \`${o.operation}\` | ${f(o.callsPerDecision)} | ${f(o.meanMs)} | ${f(o.p50ms)} | ${f(o.p99ms)} |`))
+    .flatMap((x) =>
+      x.operations.map(
+        (o) => `| ${x.concurrency} | ${x.config} | \`${o.operation}\` | ${f(o.callsPerDecision)} | ${f(o.meanMs)} | ${f(o.p50ms)} | ${f(o.p99ms)} |`,
+      ),
+    )
     .join('\n');
 
   // Sizing from the highest concurrency measured (the main figure) and, where measured, 1 client.
@@ -406,7 +435,10 @@ function report(r: NodesResult): string {
   const extraC = cTop.cpuMsPerDecision.api + cTop.cpuMsPerDecision.postgres - aTop.cpuMsPerDecision.api;
   const topRatios = r.ratios.find((q) => q.concurrency === top)!;
   const spread = [topRatios.bOverAByRound, topRatios.cOverBByRound].some((xs) => Math.min(...xs) < 1 && Math.max(...xs) > 1);
-  const engines = r.rows.filter((x) => x.concurrency === top).map((x) => x.cpuMsPerDecision.engine).filter(Number.isFinite);
+  const engines = r.rows
+    .filter((x) => x.concurrency === top)
+    .map((x) => x.cpuMsPerDecision.engine)
+    .filter(Number.isFinite);
   const [engineMin, engineMax] = [Math.min(...engines), Math.max(...engines)];
   const exampleBranches = example.decisions * example.questions * example.passes;
 
@@ -443,7 +475,7 @@ Reading the tables:
 - On this 2-core CPU machine the single CPU engine bounds decisions/s, so a second API node cannot add throughput here. Per decision the engine used ${f(aTop.cpuMsPerDecision.engine, 0)} ms of CPU (A, concurrency ${top}); PostgreSQL and the node's extra work cost ${f(extraB, 1)} ms more in B and ${f(extraC, 1)} ms in C (node and PostgreSQL CPU, less A's node), ${pct(extraB / aTop.cpuMsPerDecision.engine)} and ${pct(extraC / aTop.cpuMsPerDecision.engine)} of the engine's, so B ÷ A and C ÷ B could only move by about that much. ${
     spread
       ? `The measured ratios spread far wider, with per-round ratios on both sides of 1: they show this shared machine's drift between windows (the engine's own CPU per decision, same work at the same concurrency, moved between ${f(engineMin, 0)} and ${f(engineMax, 0)} ms from one configuration to the next), not the store, and no difference in decisions/s between the configurations can be read from this run.`
-      : 'Read the ratios against their per-round ranges: on this shared machine a window\'s speed moves with whatever else runs.'
+      : "Read the ratios against their per-round ranges: on this shared machine a window's speed moves with whatever else runs."
   } Every process also competes with the engine for the same 2 cores, so store times at concurrency ${top} include waits for a core; the one-client rows are the quieter figure.
 - LMDB's store time is higher than PostgreSQL's here (${f(aTop.storeMsPerDecision)} against ${f(byKey(top, 'B').storeMsPerDecision)} ms per decision at concurrency ${top}${quietA && quietB ? `, ${f(quietA.storeMsPerDecision)} against ${f(quietB.storeMsPerDecision)} ms with one client` : ''}). Likely reasons, not measured apart: LMDB syncs its commits to disk and this PostgreSQL does not, and an LMDB write transaction runs synchronously in the worker's event loop, so it also waits for the core.
 - What carries over to GPU deployments, where the engine answers in milliseconds: the store's time per decision (${f(byKey(top, 'B').storeMsPerDecision)} ms on one node, ${f(cTop.storeMsPerDecision)} ms on two, at concurrency ${top}${quiet ? `; ${f(quiet.storeMsPerDecision)} ms on two with one client` : ''}), its ${f(cTop.storeCallsPerDecision, 1)} calls per decision (\`keys.verify\`, \`counters.admit\`, \`counters.release\`), and PostgreSQL's CPU per decision (${f(cTop.cpuMsPerDecision.postgres, 1)} ms). The store's share of latency is ${pct(cTop.storeShare)} here only because CPU scoring takes seconds: were the engine to answer in ${GPU_ENGINE_MS} ms, the same store time would be ${quiet ? `${pct(quiet.storeMsPerDecision / (GPU_ENGINE_MS + quiet.storeMsPerDecision))} (one client) to ` : ''}${pct(cTop.storeMsPerDecision / (GPU_ENGINE_MS + cTop.storeMsPerDecision))} (concurrency ${top}) of a decision's latency, worth watching (\`arbitra_store_operation_seconds\`, deploy/README.md "What to monitor").
@@ -452,7 +484,14 @@ Reading the tables:
 - *PostgreSQL.* A store call holds one pooled connection for at most its measured time, so a decision holds a connection for at most ${f(cTop.storeMsPerDecision)} ms (C, concurrency ${top}). One HTTP worker process with the default pool of ${r.storePool} connections (\`--store-pool\`) can therefore carry up to ${f(perWorker, 0)} decisions/s before its requests queue for a connection; a node opens up to (workers + 2) × pool connections, so PostgreSQL's default \`max_connections\` of ${maxConn} holds ${workerProcesses} nodes of ${r.workers} worker at pool ${r.storePool}, or two 8-worker nodes (2 × 10 × 4 = 80 connections). The server's CPU is the other bound: at ${f(cTop.cpuMsPerDecision.postgres, 1)} ms of PostgreSQL CPU per decision, one core takes about ${f(1000 / cTop.cpuMsPerDecision.postgres, 0)} decisions/s. Both figures are from a loopback server without fsync on a shared 2-core box; on a real server add a network round trip per call (${f(cTop.storeCallsPerDecision, 1)} calls per decision) and a WAL flush per committing call, and confirm with \`pgbench\` on the machine itself.
 - *Engines.* A load needs decisions/s × questions × passes = branches/s, against branches/s per engine. One noul question is one branch, so this run's ${f(branchesPerEngine)} decisions/s at concurrency ${top} (A) is about ${f(branchesPerEngine)} branches/s for one CPU engine with ${r.threads} threads on this box (a lower bound: several questions on one state share its prefix, so branches/s rises with questions per decision). For example ${example.decisions} decisions/s of ${example.questions} questions × ${example.passes} passes = ${exampleBranches.toLocaleString('en')} branches/s would take ${f(exampleBranches / branchesPerEngine, 0)} such CPU engines: engines for real loads are GPUs, and their branches/s must be measured on the GPU itself with \`scripts/gpu-bench.sh\` (none was lent to this task), then engines = branches/s needed ÷ branches/s per GPU engine, with headroom.
 - *API nodes.* ${f(cTop.cpuMsPerDecision.api, 1)} ms of API node CPU per decision (C, both nodes together; it includes the HTTP worker's JSON work and the primary's metrics aggregation) means one core of HTTP workers serves about ${f(1000 / cTop.cpuMsPerDecision.api, 0)} decisions/s of this size; add nodes for that, and for availability, rather than for the engine's sake.
-${r.serverNotes.length ? `\nThe nodes logged: ${r.serverNotes.slice(0, 5).map((l) => `\`${l.slice(0, 160)}\``).join('; ')}.\n` : ''}
+${
+  r.serverNotes.length
+    ? `\nThe nodes logged: ${r.serverNotes
+        .slice(0, 5)
+        .map((l) => `\`${l.slice(0, 160)}\``)
+        .join('; ')}.\n`
+    : ''
+}
 Raw figures: bench/out/nodes.json.
 `;
 }

@@ -67,7 +67,10 @@ for (const m of methods) if (!(m in METHODS)) throw new Error(`unknown method ${
 const CONTENT_FREE = 'N/A';
 
 function modelPaths(): { name: string; file: string }[] {
-  const names = (process.env.BENCH_MODELS ?? DEFAULT_MODEL.name).split(',').map((s) => s.trim()).filter(Boolean);
+  const names = (process.env.BENCH_MODELS ?? DEFAULT_MODEL.name)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return names.map((n) => {
     // The same resolution as --model: a catalogue name, a pulled model's name or hf: reference, a path.
     const { model: file, modelEntry } = modelFor(n);
@@ -116,7 +119,6 @@ async function decideCase(engine: LocalEngine, c: LabelledCase, options: object)
 function choiceOf(answer: Answer): string | null {
   return answer.type === 'choice' ? answer.choice : null;
 }
-
 
 async function runModel(model: { name: string; file: string }, cases: LabelledCase[]) {
   // One engine per timed method, so every method meets each state with a cold prefix cache.
@@ -239,9 +241,16 @@ function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
     let eceCalibrated: number | null = null;
     let calibration = '';
     if (kind !== 'all') {
-      const report = fitKind(kind, rs.map((r): Sample => ({ kind, p: r.p, truth: r.truth })));
+      const report = fitKind(
+        kind,
+        rs.map((r): Sample => ({ kind, p: r.p, truth: r.truth })),
+      );
       eceCalibrated = report.fit ? report.after!.ece : report.before.ece;
-      calibration = report.fit ? (report.fit.method === 'temperature' ? `T=${report.fit.temperature.toFixed(2)}` : `platt a=${report.fit.a.toFixed(2)} b=${report.fit.b.toFixed(2)}`) : `none (${report.refused})`;
+      calibration = report.fit
+        ? report.fit.method === 'temperature'
+          ? `T=${report.fit.temperature.toFixed(2)}`
+          : `platt a=${report.fit.a.toFixed(2)} b=${report.fit.b.toFixed(2)}`
+        : `none (${report.refused})`;
     }
     const flips = rs.filter((r) => r.flipped !== null);
     rows.push({
@@ -268,7 +277,11 @@ const pct = (x: number | null) => (x === null || Number.isNaN(x) ? '–' : `${(x
 
 async function main(): Promise<void> {
   const cases = loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl'))
-    .map((c) => (types ? { ...c, questions: Object.fromEntries(Object.entries(c.questions).filter(([, q]) => types.includes(typeof q.type === 'string' ? q.type : 'noul'))) } : c))
+    .map((c) =>
+      types
+        ? { ...c, questions: Object.fromEntries(Object.entries(c.questions).filter(([, q]) => types.includes(typeof q.type === 'string' ? q.type : 'noul'))) }
+        : c,
+    )
     .filter((c) => Object.keys(c.questions).length > 0)
     .slice(0, limit);
   const questions = cases.reduce((n, c) => n + Object.keys(c.questions).length, 0);
@@ -281,7 +294,12 @@ async function main(): Promise<void> {
     all.push(...records);
     timing[model.name] = ms;
   }
-  const rows = [...new Set(all.map((r) => r.model))].flatMap((m) => summarise(all.filter((r) => r.model === m), timing[m]!));
+  const rows = [...new Set(all.map((r) => r.model))].flatMap((m) =>
+    summarise(
+      all.filter((r) => r.model === m),
+      timing[m]!,
+    ),
+  );
   const order = (r: Row) => `${r.model}\u0000${[...methods, ORIG_REV].indexOf(r.method)}\u0000${['all', 'noul', 'choice', 'score'].indexOf(r.kind)}`;
   rows.sort((a, b) => order(a).localeCompare(order(b)));
 
@@ -295,16 +313,37 @@ async function main(): Promise<void> {
   const outDir = path.join(root, 'bench', 'out');
   fs.mkdirSync(outDir, { recursive: true });
   const suffix = layoutName === 'served' ? '' : `-${layoutName}`;
-  fs.writeFileSync(path.join(outDir, `quality${suffix}.json`), JSON.stringify({ date: started.toISOString(), layout: layoutName, layoutVersion: LAYOUT_VERSION, methods, rows, scoreReadouts, records: all.map(({ answer: _a, ...r }) => r) }, null, 1) + '\n');
+  fs.writeFileSync(
+    path.join(outDir, `quality${suffix}.json`),
+    JSON.stringify(
+      {
+        date: started.toISOString(),
+        layout: layoutName,
+        layoutVersion: LAYOUT_VERSION,
+        methods,
+        rows,
+        scoreReadouts,
+        records: all.map(({ answer: _a, ...r }) => r),
+      },
+      null,
+      1,
+    ) + '\n',
+  );
   fs.writeFileSync(
     path.join(outDir, `quality-samples${suffix}.jsonl`),
-    all.filter((r) => r.method !== 'prior').map((r) => JSON.stringify({ model: r.model, method: r.method, case: r.case, question: r.question, answer: r.answer, truth: r.rawTruth })).join('\n') + '\n',
+    all
+      .filter((r) => r.method !== 'prior')
+      .map((r) => JSON.stringify({ model: r.model, method: r.method, case: r.case, question: r.question, answer: r.answer, truth: r.rawTruth }))
+      .join('\n') + '\n',
   );
 
   const table = [
     '| model | method | type | n | accuracy as served | argmax accuracy | Brier | ECE | ECE calibrated (5-fold held out) | fitted map | order flips | label mass | ms / decision |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${pct(r.argmaxAccuracy)} | ${f(r.brier)} | ${f(r.ece)} | ${f(r.eceCalibrated)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${f(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${pct(r.argmaxAccuracy)} | ${f(r.brier)} | ${f(r.ece)} | ${f(r.eceCalibrated)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${f(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`,
+    ),
   ];
   for (const line of table) process.stdout.write(`${line}\n`);
   const readoutTable = [
@@ -338,12 +377,12 @@ async function main(): Promise<void> {
       ...readoutTable,
       '',
       '- accuracy as served: the answer right as a client reads it (noul: P(yes) > 0.5; choice: the label given; score: |score − truth| ≤ 0.5 with the served score, the expectation Σ i·pᵢ). argmax accuracy: the most probable option is the truth (the same for noul and choice; for score, the mode, which is not what clients are served).',
-      '- Brier: mean Σᵢ (pᵢ − yᵢ)² over the options (for yes/no that is twice the binary Brier score). ECE: top answer\'s probability against its hit rate, 10 equal-width bins.',
+      "- Brier: mean Σᵢ (pᵢ − yᵢ)² over the options (for yes/no that is twice the binary Brier score). ECE: top answer's probability against its hit rate, 10 equal-width bins.",
       '- ECE calibrated: each question judged by a calibration fitted on the other four fifths (src/decision/calibration.ts, what `arbitra calibrate` fits); "none" when no fit beat the raw probabilities.',
       '- order flips: choice questions whose answer changes when the options are listed in reverse order (same method both times).',
       '- orig+rev (choice only): the plain run averaged with the run whose options are listed in reverse; order flips are 0 by construction. Its ms is the plain decision plus the reversed one with the state already cached.',
       '- prior: the plain run divided by the same questions\' distribution about a content-free state ("N/A"), renormalised.',
-      '- ms / decision: median wall time of one request (all of a case\'s questions) with a cold prefix cache.',
+      "- ms / decision: median wall time of one request (all of a case's questions) with a cold prefix cache.",
       '',
       'Raw figures: bench/out/quality.json; per-question answers with their truths: bench/out/quality-samples.jsonl.',
     ].join('\n'),

@@ -35,7 +35,8 @@ type Method = keyof typeof METHODS;
 const READOUTS: Readout[] = ['letters', 'digits', 'ordinal'];
 const planned = (process.env.BENCH_RUNS ?? 'letters/plain,letters/permute2,digits/plain,ordinal/plain').split(',').map((run) => {
   const [readout, method] = run.split('/') as [Readout, Method];
-  if (!READOUTS.includes(readout) || !(method in METHODS)) throw new Error(`BENCH_RUNS: ${run} is not readout/method (readouts ${READOUTS.join(', ')}; methods ${Object.keys(METHODS).join(', ')})`);
+  if (!READOUTS.includes(readout) || !(method in METHODS))
+    throw new Error(`BENCH_RUNS: ${run} is not readout/method (readouts ${READOUTS.join(', ')}; methods ${Object.keys(METHODS).join(', ')})`);
   return { readout, method };
 });
 const log = (msg: string): void => void process.stdout.write(`[bench:score-readouts] ${msg}\n`);
@@ -174,10 +175,21 @@ async function main(): Promise<void> {
   const table = [
     '| readout | method | within 0.5 by Σ i·pᵢ | same, temperature fitted held out | temperature fitted on all | mode right | mean abs error of Σ i·pᵢ | branches / question | ms / question |',
     '|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.readout} | ${r.method} | ${pct(r.expectation)} | ${pct(r.tempered)} | ${r.temperature.toFixed(2)} | ${pct(r.mode)} | ${r.mae.toFixed(3)} | ${r.branches.toFixed(1)} | ${r.ms.toFixed(0)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.readout} | ${r.method} | ${pct(r.expectation)} | ${pct(r.tempered)} | ${r.temperature.toFixed(2)} | ${pct(r.mode)} | ${r.mae.toFixed(3)} | ${r.branches.toFixed(1)} | ${r.ms.toFixed(0)} |`,
+    ),
   ];
   for (const line of table) process.stdout.write(`${line}\n`);
-  writeRawResult('score-readouts', { date: started.toISOString(), model: name, layoutVersion: LAYOUT_VERSION, questions: qs.map((q) => q.id), truths, runs, rows });
+  writeRawResult('score-readouts', {
+    date: started.toISOString(),
+    model: name,
+    layoutVersion: LAYOUT_VERSION,
+    questions: qs.map((q) => q.id),
+    truths,
+    runs,
+    rows,
+  });
   if (limit !== Infinity) {
     log('not written to RESULTS.md: only full runs are');
     return;
@@ -194,7 +206,7 @@ async function main(): Promise<void> {
       '- within 0.5 by Σ i·pᵢ: the answer as a client reads it, score = the expectation, |score − truth| ≤ 0.5.',
       `- temperature fitted held out: the distribution raised to 1/T and renormalised, T fitted (minimum mean |Σ i·pᵢ − truth| over ${TEMPERATURES.length} values from 0.1 to 2) on the other four fifths of the questions; the next column is T fitted on all of them, what would be served.`,
       '- letters: the levels shown once as lettered options, the letter read. digits: the levels with their own digits, the digit read. ordinal: one yes/no branch per level above the lowest, "is the answer <level k> or higher?", P(level ≥ k) made non-increasing and differenced.',
-      '- a+b: the two readouts\' distributions averaged; its branches and ms are the sum of both.',
+      "- a+b: the two readouts' distributions averaged; its branches and ms are the sum of both.",
       '- ms / question: median wall time of one decision with a cold prefix cache.',
     ].join('\n'),
   );

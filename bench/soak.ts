@@ -24,7 +24,9 @@ const { values, common } = benchArgs({
   deadline: { type: 'string' },
 });
 const minutes = numberOption(values.minutes, 'minutes', 10);
-const [smallClients, mediumClients, largeClients] = ((values.clients as string | undefined) ?? '4,2,1').split(',').map((n, i) => numberOption(n, `clients[${i}]`, 1));
+const [smallClients, mediumClients, largeClients] = ((values.clients as string | undefined) ?? '4,2,1')
+  .split(',')
+  .map((n, i) => numberOption(n, `clients[${i}]`, 1));
 const CLIENTS: Record<Size, number> = { small: smallClients ?? 4, medium: mediumClients ?? 2, large: largeClients ?? 1 };
 const SIZES: Size[] = ['small', 'medium', 'large'];
 const USERS = ['soak-a@example.com', 'soak-b@example.com', 'soak-c@example.com'];
@@ -88,7 +90,12 @@ const seconds = (run: Run, at = performance.now()): number => (at - run.t0) / 10
 function decide(run: Run, size: Size, key: string, opts: { retain?: boolean; fresh?: boolean; timeoutMs?: number } = {}): Promise<Reply> {
   const body = decisionBody(size, ++run.ref);
   if (opts.retain) body.options = { ...(body.options as object | undefined), retain: true };
-  return call(`${run.server.url}/v1/systemone`, { headers: { authorization: `Bearer ${key}` }, body, timeoutMs: opts.timeoutMs ?? REQUEST_TIMEOUT_MS, fresh: opts.fresh });
+  return call(`${run.server.url}/v1/systemone`, {
+    headers: { authorization: `Bearer ${key}` },
+    body,
+    timeoutMs: opts.timeoutMs ?? REQUEST_TIMEOUT_MS,
+    fresh: opts.fresh,
+  });
 }
 
 /** One closed-loop client: a request of its size after another until the deadline. */
@@ -98,18 +105,27 @@ async function client(run: Run, size: Size, n: number, out: Response[], firstErr
     const r = await decide(run, size, run.keys[i % run.keys.length]!.key);
     out.push({ size, sentS, outcome: outcome(r), ms: r.ms });
     if (r.status === 200) continue;
-    firstErrors[outcome(r)] ??= `${size} sent at ${sentS.toFixed(1)} s, after ${(r.ms / 1000).toFixed(1)} s: ${json(r)?.detail?.message ?? r.error ?? r.text.slice(0, 200)}`;
+    firstErrors[outcome(r)] ??=
+      `${size} sent at ${sentS.toFixed(1)} s, after ${(r.ms / 1000).toFixed(1)} s: ${json(r)?.detail?.message ?? r.error ?? r.text.slice(0, 200)}`;
     await sleep(PAUSE_AFTER_FAILURE_MS);
   }
 }
 
 /** Console traffic: a new API key, then a retained decision, and so on; only acknowledged ones are recorded. */
-async function writer(run: Run, acked: { keys: { email: string; id: string }[]; retained: { id: string; key: string }[] }, attempts: { keys: number; retained: number }): Promise<void> {
+async function writer(
+  run: Run,
+  acked: { keys: { email: string; id: string }[]; retained: { id: string; key: string }[] },
+  attempts: { keys: number; retained: number },
+): Promise<void> {
   for (let i = 0; performance.now() < run.deadline; i++) {
     if (i % 2 === 0) {
       const email = USERS[(i / 2) % USERS.length]!;
       attempts.keys++;
-      const r = await call(`${run.server.url}/v1/console/api-keys`, { headers: run.server.consoleHeaders(email), body: { name: `soak-${i}` }, timeoutMs: 30_000 });
+      const r = await call(`${run.server.url}/v1/console/api-keys`, {
+        headers: run.server.consoleHeaders(email),
+        body: { name: `soak-${i}` },
+        timeoutMs: 30_000,
+      });
       const id = json(r)?.id;
       if (r.status === 200 && typeof id === 'string') acked.keys.push({ email, id });
     } else {
@@ -151,7 +167,11 @@ async function fault(run: Run, what: string, role: Fault['role'], atS: number, u
     const sentAt = performance.now();
     // One probe at a time: probes sent faster than their key's share of the engine would only
     // measure their own queue.
-    const probe = decide(run, 'small', run.probeKey, { fresh: true, timeoutMs: PROBE_TIMEOUT_MS }).then((r) => ({ sentAt, doneAt: sentAt + r.ms, ok: r.status === 200 }));
+    const probe = decide(run, 'small', run.probeKey, { fresh: true, timeoutMs: PROBE_TIMEOUT_MS }).then((r) => ({
+      sentAt,
+      doneAt: sentAt + r.ms,
+      ok: r.status === 200,
+    }));
     probes.push(probe);
     await probe;
     await sleep(PROBE_INTERVAL_MS);
@@ -194,10 +214,18 @@ async function verify(run: Run, acked: { keys: { email: string; id: string }[]; 
   }
   const deletions: Record<string, number> = {};
   for (const { id, key } of acked.retained) {
-    const r = await settled(() => call(`${run.server.url}/v1/retention/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` }, timeoutMs: 30_000 }));
+    const r = await settled(() =>
+      call(`${run.server.url}/v1/retention/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` }, timeoutMs: 30_000 }),
+    );
     deletions[outcome(r)] = (deletions[outcome(r)] ?? 0) + 1;
   }
-  return { keysAcked: acked.keys.length, keysMissing: acked.keys.filter((k) => !listed.has(k.id)).map((k) => k.id), listErrors, retainedAcked: acked.retained.length, deletions };
+  return {
+    keysAcked: acked.keys.length,
+    keysMissing: acked.keys.filter((k) => !listed.has(k.id)).map((k) => k.id),
+    listErrors,
+    retainedAcked: acked.retained.length,
+    deletions,
+  };
 }
 
 async function main(): Promise<void> {
@@ -226,13 +254,18 @@ async function main(): Promise<void> {
       { name: 'after the worker kill', fromS: total / 3 },
       { name: 'after the engine kill', fromS: (2 * total) / 3 },
     ];
-    const faults = Promise.all([fault(run, 'HTTP worker killed', 'worker', phases[1]!.fromS, phases[2]!.fromS), fault(run, 'engine process killed', 'engine', phases[2]!.fromS, total)]);
+    const faults = Promise.all([
+      fault(run, 'HTTP worker killed', 'worker', phases[1]!.fromS, phases[2]!.fromS),
+      fault(run, 'engine process killed', 'engine', phases[2]!.fromS, total),
+    ]);
     await Promise.all([...loops, writer(run, acked, attempts)]);
     const faultRows = await faults;
     sample();
     clearInterval(sampler);
     const elapsedS = seconds(run);
-    log(`load done after ${elapsedS.toFixed(0)} s; ${responses.length} responses; verifying ${acked.keys.length} keys and ${acked.retained.length} retained decisions`);
+    log(
+      `load done after ${elapsedS.toFixed(0)} s; ${responses.length} responses; verifying ${acked.keys.length} keys and ${acked.retained.length} retained decisions`,
+    );
 
     const metrics = await call(`${server.url}/metrics`, { timeoutMs: 10_000 });
     const engineRestarts = metricTotal(metrics.text, 'arbitra_engine_restarts_total');
@@ -240,16 +273,43 @@ async function main(): Promise<void> {
     const memory = memoryByProcess(timeline);
     const bySize = SIZES.map((size) => {
       const rows = responses.filter((r) => r.size === size);
-      return { size, clients: CLIENTS[size], requests: rows.length, statuses: tally(rows), latency: latencySummary(rows.filter((r) => r.outcome === '200').map((r) => r.ms)) };
+      return {
+        size,
+        clients: CLIENTS[size],
+        requests: rows.length,
+        statuses: tally(rows),
+        latency: latencySummary(rows.filter((r) => r.outcome === '200').map((r) => r.ms)),
+      };
     });
     const byPhase = phases.flatMap((phase, i) => {
       const until = phases[i + 1]?.fromS ?? Infinity;
-      return SIZES.map((size) => ({ phase: phase.name, size, statuses: tally(responses.filter((r) => r.size === size && r.sentS >= phase.fromS && r.sentS < until)) }));
+      return SIZES.map((size) => ({
+        phase: phase.name,
+        size,
+        statuses: tally(responses.filter((r) => r.size === size && r.sentS >= phase.fromS && r.sentS < until)),
+      }));
     });
     for (const e of Object.entries(firstErrors)) log(`first ${e[0]}: ${e[1]}`);
     const serverLog = serverNotes(server, log);
 
-    const result: SoakResult = { date: new Date().toISOString(), cpus: os.availableParallelism(), loadavg1: os.loadavg()[0] ?? NaN, command: server.command, minutes, elapsedS, clients: CLIENTS, bySize, byPhase, firstErrors, faults: faultRows, memory, engineRestarts, attempts, verification, serverLog };
+    const result: SoakResult = {
+      date: new Date().toISOString(),
+      cpus: os.availableParallelism(),
+      loadavg1: os.loadavg()[0] ?? NaN,
+      command: server.command,
+      minutes,
+      elapsedS,
+      clients: CLIENTS,
+      bySize,
+      byPhase,
+      firstErrors,
+      faults: faultRows,
+      memory,
+      engineRestarts,
+      attempts,
+      verification,
+      serverLog,
+    };
     writeRawResult('soak', result);
     publishSection(common.resultsFile, 'Soak (`npm run bench:soak`)', report(result), log);
   } finally {
@@ -290,7 +350,10 @@ function report(r: SoakResult): string {
     '',
     `| size | clients | requests | ${statuses.join(' | ')} | p50 ms | p99 ms | max ms |`,
     `|---|---|---|${statuses.map(() => '---|').join('')}---|---|---|`,
-    ...r.bySize.map((s) => `| ${s.size} | ${s.clients} | ${s.requests} | ${statuses.map((k) => s.statuses[k] ?? 0).join(' | ')} | ${ms(s.latency.p50)} | ${ms(s.latency.p99)} | ${ms(s.latency.max)} |`),
+    ...r.bySize.map(
+      (s) =>
+        `| ${s.size} | ${s.clients} | ${s.requests} | ${statuses.map((k) => s.statuses[k] ?? 0).join(' | ')} | ${ms(s.latency.p50)} | ${ms(s.latency.p99)} | ${ms(s.latency.max)} |`,
+    ),
     '',
     ...Object.entries(r.firstErrors).map(([k, m]) => `- first ${k}: ${m}`),
     '',
@@ -304,15 +367,28 @@ function report(r: SoakResult): string {
     '',
     '| fault | pid | at | new process seen after | answering again after | probes sent | failed in the window | unanswered when it closed | window |',
     '|---|---|---|---|---|---|---|---|---|',
-    ...r.faults.map((f) => `| ${f.what} | ${f.pid ?? 'none found'} | ${f.atS.toFixed(0)} s | ${s1(f.replacedAfterS)} | ${answeringAgain(f)} | ${f.sent} | ${f.recovery.failed} | ${f.unanswered} | ${f.windowS.toFixed(0)} s |`),
+    ...r.faults.map(
+      (f) =>
+        `| ${f.what} | ${f.pid ?? 'none found'} | ${f.atS.toFixed(0)} s | ${s1(f.replacedAfterS)} | ${answeringAgain(f)} | ${f.sent} | ${f.recovery.failed} | ${f.unanswered} | ${f.windowS.toFixed(0)} s |`,
+    ),
     '',
     `Resident memory per process (MiB), sampled every ${SAMPLE_INTERVAL_MS / 1000} s; a restarted process is a new row:`,
     '',
     '| process | pid | seen from – to | start | max | end |',
     '|---|---|---|---|---|---|',
-    ...r.memory.map((m) => `| ${m.role} | ${m.pid} | ${m.firstSeenS.toFixed(0)}–${m.lastSeenS.toFixed(0)} s | ${m.rssMb.start.toFixed(0)} | ${m.rssMb.max.toFixed(0)} | ${m.rssMb.end.toFixed(0)} |`),
+    ...r.memory.map(
+      (m) =>
+        `| ${m.role} | ${m.pid} | ${m.firstSeenS.toFixed(0)}–${m.lastSeenS.toFixed(0)} s | ${m.rssMb.start.toFixed(0)} | ${m.rssMb.max.toFixed(0)} | ${m.rssMb.end.toFixed(0)} |`,
+    ),
     '',
-    `Acknowledged writes after the run: ${v.keysAcked - v.keysMissing.length} of ${v.keysAcked} API keys listed by \`GET /v1/console/api-keys\` (${r.attempts.keys} attempted)${v.keysMissing.length ? `; missing: ${v.keysMissing.join(', ')}` : ''}${v.listErrors.length ? `; listing failed for ${v.listErrors.join(', ')}` : ''}; ${deleted} of ${v.retainedAcked} retained decisions deleted by \`DELETE /v1/retention/{id}\` (${r.attempts.retained} attempted)${deleted < v.retainedAcked ? `; the others answered ${Object.entries(v.deletions).filter(([k]) => k !== '200').map(([k, n]) => `${k} × ${n}`).join(', ')}` : ''}.`,
+    `Acknowledged writes after the run: ${v.keysAcked - v.keysMissing.length} of ${v.keysAcked} API keys listed by \`GET /v1/console/api-keys\` (${r.attempts.keys} attempted)${v.keysMissing.length ? `; missing: ${v.keysMissing.join(', ')}` : ''}${v.listErrors.length ? `; listing failed for ${v.listErrors.join(', ')}` : ''}; ${deleted} of ${v.retainedAcked} retained decisions deleted by \`DELETE /v1/retention/{id}\` (${r.attempts.retained} attempted)${
+      deleted < v.retainedAcked
+        ? `; the others answered ${Object.entries(v.deletions)
+            .filter(([k]) => k !== '200')
+            .map(([k, n]) => `${k} × ${n}`)
+            .join(', ')}`
+        : ''
+    }.`,
   ].join('\n');
 }
 

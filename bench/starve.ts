@@ -23,7 +23,8 @@ const requests = numberOption(values.requests, 'requests', 6);
 const TIMEOUT_MS = 300_000;
 const log = (msg: string): void => void process.stdout.write(`[bench:starve] ${msg}\n`);
 
-const ask = (server: Served, key: string, body: object) => call(`${server.url}/v1/systemone`, { headers: { authorization: `Bearer ${key}` }, body, timeoutMs: TIMEOUT_MS, fresh: true });
+const ask = (server: Served, key: string, body: object) =>
+  call(`${server.url}/v1/systemone`, { headers: { authorization: `Bearer ${key}` }, body, timeoutMs: TIMEOUT_MS, fresh: true });
 
 /** Milliseconds of `n` requests sent one after another; a failure is an error, naming its outcome. */
 async function timed(server: Served, key: string, n: number, body: () => object): Promise<number[]> {
@@ -92,7 +93,9 @@ async function main(): Promise<void> {
         const { value, answered, stepMs } = await besideStream(server, streamKey, () => timed(server, load.key, requests, body));
         const beside = latencySummary(value);
         const bound = 2 * alone.p50 + stepMs;
-        log(`${shape}, stream of ${whose}: alone p50 ${ms(alone.p50)} ms, beside p50 ${ms(beside.p50)} max ${ms(beside.max)} ms (bound ${ms(bound)} with a ${ms(stepMs)} ms step), ${answered} cached answered meanwhile`);
+        log(
+          `${shape}, stream of ${whose}: alone p50 ${ms(alone.p50)} ms, beside p50 ${ms(beside.p50)} max ${ms(beside.max)} ms (bound ${ms(bound)} with a ${ms(stepMs)} ms step), ${answered} cached answered meanwhile`,
+        );
         cases.push({ shape, whose, alone, beside, stepMs, bound, answered, met: beside.max <= bound });
       }
     }
@@ -108,7 +111,10 @@ async function main(): Promise<void> {
         '',
         '| request | stream of | alone p50 ms | beside p50 ms | beside max ms | max ÷ alone p50 | step ms | bound ms | met | cached answered meanwhile |',
         '|---|---|---|---|---|---|---|---|---|---|',
-        ...cases.map((c) => `| ${c.shape} | ${c.whose} | ${ms(c.alone.p50)} | ${ms(c.beside.p50)} | ${ms(c.beside.max)} | ${(c.beside.max / c.alone.p50).toFixed(2)} | ${ms(c.stepMs)} | ${ms(c.bound)} | ${c.met ? 'yes' : 'no'} | ${c.answered} |`),
+        ...cases.map(
+          (c) =>
+            `| ${c.shape} | ${c.whose} | ${ms(c.alone.p50)} | ${ms(c.beside.p50)} | ${ms(c.beside.max)} | ${(c.beside.max / c.alone.p50).toFixed(2)} | ${ms(c.stepMs)} | ${ms(c.bound)} | ${c.met ? 'yes' : 'no'} | ${c.answered} |`,
+        ),
       ].join('\n'),
       log,
     );

@@ -88,30 +88,90 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--host', env: 'ARBITRA_HOST', help: 'address to listen on (default 127.0.0.1)' },
   { flag: '--port', env: 'ARBITRA_PORT', help: 'TCP port, 0 picks a free one (default 8080)' },
   { flag: '--data-dir', env: 'ARBITRA_DATA_DIR', help: 'LMDB data folder (default ./data)' },
-  { flag: '--store-pool', env: 'ARBITRA_STORE_POOL', help: `PostgreSQL connections per process; a node opens up to (workers + 2) times as many, and all nodes together must stay under the server's max_connections (default ${DEFAULT_STORE_POOL})` },
-  { flag: '--store', env: 'ARBITRA_STORE_URL', help: 'postgres://user:password@host:port/db: keep the state in PostgreSQL, shared by every node pointed at it (needs ARBITRA_KEY_SECRET); default: LMDB in --data-dir' },
-  { flag: '--model', env: 'ARBITRA_MODEL', help: `catalogue model name, pulled model name, hf:ORG/REPO[:QUANT] or URL (pulled first when missing; see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)` },
+  {
+    flag: '--store-pool',
+    env: 'ARBITRA_STORE_POOL',
+    help: `PostgreSQL connections per process; a node opens up to (workers + 2) times as many, and all nodes together must stay under the server's max_connections (default ${DEFAULT_STORE_POOL})`,
+  },
+  {
+    flag: '--store',
+    env: 'ARBITRA_STORE_URL',
+    help: 'postgres://user:password@host:port/db: keep the state in PostgreSQL, shared by every node pointed at it (needs ARBITRA_KEY_SECRET); default: LMDB in --data-dir',
+  },
+  {
+    flag: '--model',
+    env: 'ARBITRA_MODEL',
+    help: `catalogue model name, pulled model name, hf:ORG/REPO[:QUANT] or URL (pulled first when missing; see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)`,
+  },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
-  { flag: '--context-tokens', env: 'ARBITRA_CONTEXT_TOKENS', help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)' },
-  { flag: '--kv-layout', env: 'ARBITRA_KV_LAYOUT', help: 'engine KV cache: "copied" (one stream per sequence, a branch copies its prefix: scores never depend on the load) or "shared" (one pool, branches share their prefix\'s cells: memory follows the tokens in use) (default copied)' },
-  { flag: '--kv-cells', env: 'ARBITRA_KV_CELLS', help: 'shared layout: KV cells in the pool, the most tokens in flight (default: the model\'s training context up to 32768, plus one batch)' },
-  { flag: '--kernels', env: 'ARBITRA_KERNELS', help: 'CPU kernels: "exact" (batch-invariant: a score never depends on the load or on how a prompt was cut into decodes, at about llama.cpp\'s speed) or "fast" (llama.cpp\'s stock kernels, chosen by batch shape: scores move with the load) (default exact)' },
-  { flag: '--ctx-size', env: 'ARBITRA_CTX_SIZE', help: 'copied layout: engine KV cells per sequence of the main lane, which serves every prompt that fits (default 4096)' },
-  { flag: '--long-ctx-size', env: 'ARBITRA_LONG_CTX_SIZE', help: 'KV cells per sequence of the long lane for longer prompts, capped at the model\'s training context; 0 = no long lane (default 32768)' },
+  {
+    flag: '--context-tokens',
+    env: 'ARBITRA_CONTEXT_TOKENS',
+    help: 'prompt tokens allowed without the long-context header (default: all the engine holds, see --long-ctx-size)',
+  },
+  {
+    flag: '--kv-layout',
+    env: 'ARBITRA_KV_LAYOUT',
+    help: 'engine KV cache: "copied" (one stream per sequence, a branch copies its prefix: scores never depend on the load) or "shared" (one pool, branches share their prefix\'s cells: memory follows the tokens in use) (default copied)',
+  },
+  {
+    flag: '--kv-cells',
+    env: 'ARBITRA_KV_CELLS',
+    help: "shared layout: KV cells in the pool, the most tokens in flight (default: the model's training context up to 32768, plus one batch)",
+  },
+  {
+    flag: '--kernels',
+    env: 'ARBITRA_KERNELS',
+    help: 'CPU kernels: "exact" (batch-invariant: a score never depends on the load or on how a prompt was cut into decodes, at about llama.cpp\'s speed) or "fast" (llama.cpp\'s stock kernels, chosen by batch shape: scores move with the load) (default exact)',
+  },
+  {
+    flag: '--ctx-size',
+    env: 'ARBITRA_CTX_SIZE',
+    help: 'copied layout: engine KV cells per sequence of the main lane, which serves every prompt that fits (default 4096)',
+  },
+  {
+    flag: '--long-ctx-size',
+    env: 'ARBITRA_LONG_CTX_SIZE',
+    help: "KV cells per sequence of the long lane for longer prompts, capped at the model's training context; 0 = no long lane (default 32768)",
+  },
   { flag: '--long-sequences', env: 'ARBITRA_LONG_SEQUENCES', help: 'sequences of the long lane (default 2)' },
   { flag: '--threads', env: 'ARBITRA_THREADS', help: 'engine CPU threads' },
   { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
-  { flag: '--engines', env: 'ARBITRA_ENGINES', help: 'remote engines instead of a local one: host:port (or tls://host:port) of each `arbitra engine --listen`, comma-separated; needs ARBITRA_ENGINE_SECRET' },
+  {
+    flag: '--engines',
+    env: 'ARBITRA_ENGINES',
+    help: 'remote engines instead of a local one: host:port (or tls://host:port) of each `arbitra engine --listen`, comma-separated; needs ARBITRA_ENGINE_SECRET',
+  },
   { flag: '--listen', env: 'ARBITRA_ENGINE_LISTEN', help: 'arbitra engine: host:port to serve the model on to API nodes; needs ARBITRA_ENGINE_SECRET' },
-  { flag: '--tls-cert', env: 'ARBITRA_ENGINE_TLS_CERT', help: 'arbitra engine: PEM certificate file; with --tls-key the engine serves TLS (API nodes then name it tls://host:port)' },
+  {
+    flag: '--tls-cert',
+    env: 'ARBITRA_ENGINE_TLS_CERT',
+    help: 'arbitra engine: PEM certificate file; with --tls-key the engine serves TLS (API nodes then name it tls://host:port)',
+  },
   { flag: '--tls-key', env: 'ARBITRA_ENGINE_TLS_KEY', help: 'arbitra engine: PEM private key file of --tls-cert' },
-  { flag: '--gpus', env: 'ARBITRA_GPUS', help: 'one engine (one model copy) per listed GPU, e.g. 0,1; requests go to the least busy, a state asked again to the one that cached it (default: one engine on every GPU the build sees)' },
+  {
+    flag: '--gpus',
+    env: 'ARBITRA_GPUS',
+    help: 'one engine (one model copy) per listed GPU, e.g. 0,1; requests go to the least busy, a state asked again to the one that cached it (default: one engine on every GPU the build sees)',
+  },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
-  { flag: '--liveness-seconds', env: 'ARBITRA_ENGINE_LIVENESS_SECONDS', help: 'an engine that holds work and finishes no decode for this long, plus ten times what the decode in progress should take, is wedged: /health says so and it is restarted (default 30)' },
-  { flag: '--max-keys-per-user', env: 'ARBITRA_MAX_KEYS_PER_USER', help: `active (unrevoked) API keys a user may hold, else 409 (default ${DEFAULT_MAX_KEYS_PER_USER})` },
-  { flag: '--limits', env: 'ARBITRA_LIMITS', help: `limits preset: ${Object.keys(LIMITS_PRESETS).join(' or ')}; each limit variable overrides it (default ${LIMITS_DEFAULTS.preset})` },
+  {
+    flag: '--liveness-seconds',
+    env: 'ARBITRA_ENGINE_LIVENESS_SECONDS',
+    help: 'an engine that holds work and finishes no decode for this long, plus ten times what the decode in progress should take, is wedged: /health says so and it is restarted (default 30)',
+  },
+  {
+    flag: '--max-keys-per-user',
+    env: 'ARBITRA_MAX_KEYS_PER_USER',
+    help: `active (unrevoked) API keys a user may hold, else 409 (default ${DEFAULT_MAX_KEYS_PER_USER})`,
+  },
+  {
+    flag: '--limits',
+    env: 'ARBITRA_LIMITS',
+    help: `limits preset: ${Object.keys(LIMITS_PRESETS).join(' or ')}; each limit variable overrides it (default ${LIMITS_DEFAULTS.preset})`,
+  },
 ];
 
 /** Variables without a flag (secrets stay out of the process list). */
@@ -124,11 +184,14 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
   { env: 'ARBITRA_CALIBRATION', help: 'on: apply the newest calibration fitted by `arbitra calibrate` (default off)' },
   { env: 'ARBITRA_SELF_TEST', help: 'off: skip the obvious-questions check after the model loads (default on)' },
-  { env: 'ARBITRA_ENGINE_SECRET', help: `shared by API nodes and remote engines (at least ${MIN_SECRET_LENGTH} characters); never sent, each side proves it by HMAC` },
-  { env: 'ARBITRA_ENGINE_CA', help: 'PEM file of a certificate authority to trust for tls:// engines, besides the system\'s' },
+  {
+    env: 'ARBITRA_ENGINE_SECRET',
+    help: `shared by API nodes and remote engines (at least ${MIN_SECRET_LENGTH} characters); never sent, each side proves it by HMAC`,
+  },
+  { env: 'ARBITRA_ENGINE_CA', help: "PEM file of a certificate authority to trust for tls:// engines, besides the system's" },
   { env: 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', help: 'idempotency entry lifetime (default 86400)' },
   { env: 'ARBITRA_IDEMPOTENCY_MAX', help: 'idempotency entries kept per key (default 2048)' },
-  { env: 'ARBITRA_FAULT_ENGINE_STALL', help: 'tests only: the engine\'s scheduler stops after this many decodes, to show a wedge healing (default unset)' },
+  { env: 'ARBITRA_FAULT_ENGINE_STALL', help: "tests only: the engine's scheduler stops after this many decodes, to show a wedge healing (default unset)" },
 ];
 
 /** Reads `--flag value` / `--flag=value` pairs; an unknown flag or a missing value is an error. */
@@ -153,7 +216,10 @@ export function parseFlags(argv: readonly string[], known: readonly string[]): R
 }
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
-  const flags = parseFlags(argv, SERVE_SETTINGS.map((s) => s.flag));
+  const flags = parseFlags(
+    argv,
+    SERVE_SETTINGS.map((s) => s.flag),
+  );
   const raw = (flag: string): { value: string; source: string } | undefined => {
     const setting = SERVE_SETTINGS.find((s) => s.flag === flag)!;
     if (flags[flag] !== undefined) return { value: flags[flag], source: flag };
@@ -173,7 +239,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const choice = <T extends string>(flag: string, values: readonly T[]): T | undefined => {
     const r = raw(flag);
     if (!r) return undefined;
-    if (!values.includes(r.value as T)) throw new ConfigError(`${r.source} must be ${values.map((v) => JSON.stringify(v)).join(' or ')}, got ${JSON.stringify(r.value)}`);
+    if (!values.includes(r.value as T))
+      throw new ConfigError(`${r.source} must be ${values.map((v) => JSON.stringify(v)).join(' or ')}, got ${JSON.stringify(r.value)}`);
     return r.value as T;
   };
 
@@ -218,12 +285,16 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const listenRaw = raw('--listen');
   const listen = listenRaw ? hostPort(listenRaw.value, listenRaw.source) : null;
   const engineSecret = env.ARBITRA_ENGINE_SECRET || undefined;
-  if ((engines || listen) && !engineSecret) throw new ConfigError(`${engines ? '--engines' : '--listen'} needs ARBITRA_ENGINE_SECRET, the same on every API node and engine`);
-  if (engineSecret !== undefined && engineSecret.length < MIN_SECRET_LENGTH) throw new ConfigError(`ARBITRA_ENGINE_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  if ((engines || listen) && !engineSecret)
+    throw new ConfigError(`${engines ? '--engines' : '--listen'} needs ARBITRA_ENGINE_SECRET, the same on every API node and engine`);
+  if (engineSecret !== undefined && engineSecret.length < MIN_SECRET_LENGTH)
+    throw new ConfigError(`ARBITRA_ENGINE_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
   const dataDir = path.resolve(raw('--data-dir')?.value ?? 'data');
   const storeUrl = raw('--store');
   if (storeUrl && !isPostgresLocation(storeUrl.value)) {
-    throw new ConfigError(`${storeUrl.source} must be a postgres:// or postgresql:// URL, got ${JSON.stringify(storeUrl.value.replace(/\/\/[^@/]*@/, '//…@'))}`);
+    throw new ConfigError(
+      `${storeUrl.source} must be a postgres:// or postgresql:// URL, got ${JSON.stringify(storeUrl.value.replace(/\/\/[^@/]*@/, '//…@'))}`,
+    );
   }
   const keySecret = env.ARBITRA_KEY_SECRET || undefined;
   if (storeUrl && !keySecret) throw new ConfigError(`${storeUrl.source} needs ARBITRA_KEY_SECRET (at least 32 characters), the same on every node`);
@@ -340,7 +411,6 @@ export function storeOptions(config: Config): StoreOptions {
 }
 
 const MAX_GPUS = 64;
-
 
 /** "0,1,3" → [0, 1, 3]: distinct device indexes, each an engine. */
 function gpuList(r: { value: string; source: string } | undefined): number[] | null {

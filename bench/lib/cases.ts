@@ -61,7 +61,10 @@ export function reversedChoices(c: LabelledCase): LabelledCase {
       const reversed = Array.isArray(criteria)
         ? [...criteria].reverse()
         : typeof criteria === 'string'
-          ? criteria.split(criteria.includes('\n') ? '\n' : ',').reverse().join(criteria.includes('\n') ? '\n' : ',')
+          ? criteria
+              .split(criteria.includes('\n') ? '\n' : ',')
+              .reverse()
+              .join(criteria.includes('\n') ? '\n' : ',')
           : Object.fromEntries(Object.entries(criteria as Record<string, unknown>).reverse());
       return [name, { ...q, criteria: reversed }];
     }),

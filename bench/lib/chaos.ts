@@ -191,7 +191,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       }
     }
     const healedMs = await healed(at);
-    log(`kill ${i + 1}/${opts.kills.length} (${target}, pids ${pids.join(' ') || 'none found'}): ${healedMs === null ? `NOT healed within ${opts.healWithinMs / 1000} s` : `healed after ${(healedMs / 1000).toFixed(1)} s`}`);
+    log(
+      `kill ${i + 1}/${opts.kills.length} (${target}, pids ${pids.join(' ') || 'none found'}): ${healedMs === null ? `NOT healed within ${opts.healWithinMs / 1000} s` : `healed after ${(healedMs / 1000).toFixed(1)} s`}`,
+    );
     const diagnosis = healedMs === null ? await diagnose(opts.url) : undefined;
     if (diagnosis) log(diagnosis);
     kills.push({ target, pids, at, healedMs, outcomes: {}, silent: 0, diagnosis });

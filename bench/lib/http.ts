@@ -40,12 +40,16 @@ export function call(url: string, opts: CallOptions): Promise<Reply> {
       clearTimeout(timer);
       resolve({ status, ms: performance.now() - started, text, ...(error ? { error } : {}) });
     };
-    const req = http.request(url, { method: opts.method ?? (payload ? 'POST' : 'GET'), headers, agent: opts.fresh ? false : pooled, signal: opts.signal }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => finish(res.statusCode ?? 0, Buffer.concat(chunks).toString()));
-      res.on('error', (e: NodeJS.ErrnoException) => finish(0, '', e.code ?? e.message));
-    });
+    const req = http.request(
+      url,
+      { method: opts.method ?? (payload ? 'POST' : 'GET'), headers, agent: opts.fresh ? false : pooled, signal: opts.signal },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => finish(res.statusCode ?? 0, Buffer.concat(chunks).toString()));
+        res.on('error', (e: NodeJS.ErrnoException) => finish(0, '', e.code ?? e.message));
+      },
+    );
     const timer = setTimeout(() => {
       finish(0, '', 'timeout');
       req.destroy();

@@ -84,7 +84,10 @@ export function cpuSeconds(): { machine: number; self: number } {
     const machine = (cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]! + cpu[7]!) / ticks;
     // /proc/self/stat fields after the command name: utime stime cutime cstime are fields 14..17
     const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const rest = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
     const self = (rest[11]! + rest[12]! + rest[13]! + rest[14]!) / ticks;
     return { machine, self };
   } catch {

@@ -10,10 +10,26 @@ export interface RunningLlamaServer {
   stop: () => Promise<void>;
 }
 
-export async function startLlamaServer(binary: string, opts: { model: string; port: number; threads: number; parallel: number; ctxPerSlot: number }): Promise<RunningLlamaServer> {
+export async function startLlamaServer(
+  binary: string,
+  opts: { model: string; port: number; threads: number; parallel: number; ctxPerSlot: number },
+): Promise<RunningLlamaServer> {
   const args = [
-    '-m', opts.model, '--host', '127.0.0.1', '--port', String(opts.port), '-t', String(opts.threads), '-tb', String(opts.threads),
-    '-np', String(opts.parallel), '-c', String(opts.ctxPerSlot * opts.parallel), '--no-webui',
+    '-m',
+    opts.model,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '-t',
+    String(opts.threads),
+    '-tb',
+    String(opts.threads),
+    '-np',
+    String(opts.parallel),
+    '-c',
+    String(opts.ctxPerSlot * opts.parallel),
+    '--no-webui',
   ];
   const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -23,7 +39,10 @@ export async function startLlamaServer(binary: string, opts: { model: string; po
   const url = `http://127.0.0.1:${opts.port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`llama-server exited: ${stderr}`);
-    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) {
       return {
         url,

@@ -62,7 +62,8 @@ export function readHistograms(text: string, name: string, by?: string, where: R
 }
 
 function combine(a: Histogram, b: Histogram, sign: 1 | -1): Histogram {
-  if (a.bounds.length !== b.bounds.length || a.bounds.some((x, i) => x !== b.bounds[i])) throw new Error('histograms with different buckets cannot be combined');
+  if (a.bounds.length !== b.bounds.length || a.bounds.some((x, i) => x !== b.bounds[i]))
+    throw new Error('histograms with different buckets cannot be combined');
   return { bounds: [...a.bounds], counts: a.counts.map((c, i) => c + sign * b.counts[i]!), sum: a.sum + sign * b.sum, count: a.count + sign * b.count };
 }
 

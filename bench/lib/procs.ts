@@ -99,7 +99,10 @@ export function memoryByProcess(timeline: readonly { atS: number; samples: reado
 
 /** Clock ticks of CPU from the text of /proc/PID/stat: the process's own (utime + stime) and its reaped children's (cutime + cstime). */
 export function cpuTicks(stat: string): number {
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   return f[11]! + f[12]! + f[13]! + f[14]!;
 }
 
@@ -141,7 +144,11 @@ export function treeCpuSeconds(root: number, hz: number): number {
 
 /** The lowest pid whose command line (its arguments) satisfies `match`, or null. */
 export function findProcess(match: (argv: string[]) => boolean): number | null {
-  const pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
+  const pids = fs
+    .readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .sort((a, b) => a - b);
   for (const pid of pids) {
     const cmdline = read(`/proc/${pid}/cmdline`);
     if (cmdline && match(cmdline.split('\0').filter(Boolean))) return pid;

@@ -105,7 +105,10 @@ export async function serve(opts: ServeOptions): Promise<Served> {
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`arbitra serve did not listen within ${LISTEN_TIMEOUT_MS / 1000} s:\n${lines.join('\n')}`)), LISTEN_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`arbitra serve did not listen within ${LISTEN_TIMEOUT_MS / 1000} s:\n${lines.join('\n')}`)),
+      LISTEN_TIMEOUT_MS,
+    );
     const poll = setInterval(() => {
       if (lines.some((l) => l.includes('listening on'))) done(resolve);
     }, 100);
@@ -127,7 +130,13 @@ export async function serve(opts: ServeOptions): Promise<Served> {
   return {
     url,
     pid,
-    command: [...Object.entries(extra).filter(([k]) => k !== 'ARBITRA_CONSOLE_TOKEN').map(([k, v]) => `${k}=${v}`), 'node dist/src/cli/main.js', ...args.map((a) => (a === dataDir ? '<fresh dir>' : path.isAbsolute(a) ? path.relative(root, a) : a))].join(' '),
+    command: [
+      ...Object.entries(extra)
+        .filter(([k]) => k !== 'ARBITRA_CONSOLE_TOKEN')
+        .map(([k, v]) => `${k}=${v}`),
+      'node dist/src/cli/main.js',
+      ...args.map((a) => (a === dataDir ? '<fresh dir>' : path.isAbsolute(a) ? path.relative(root, a) : a)),
+    ].join(' '),
     log: () => [...lines],
     consoleHeaders,
     async createKey(email, name) {

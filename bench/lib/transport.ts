@@ -10,14 +10,24 @@ import type { EngineInfo, EngineStats, TextScoreRequest, TextScoreResult } from 
 
 /** A result of the request's shape: one log-prob per answer of every branch. */
 export function resultFor(request: TextScoreRequest): TextScoreResult {
-  return { branches: request.branches.map((b) => b.answers.map((_, i) => -0.1 - i)), promptTokens: 300, prefixTokens: 280, evaluatedTokens: 20, cachedTokens: 280 };
+  return {
+    branches: request.branches.map((b) => b.answers.map((_, i) => -0.1 - i)),
+    promptTokens: 300,
+    prefixTokens: 280,
+    evaluatedTokens: 20,
+    cachedTokens: 280,
+  };
 }
 
 /** Milliseconds of each of `calls` round trips (after `warm` unmeasured ones). */
 export async function engineRoundTrips(request: TextScoreRequest, calls: number, warm = 50): Promise<number[]> {
   const result = resultFor(request);
   const socket = await privateSocketPath();
-  const server = await serveEngine({ info: async () => ({}) as EngineInfo, stats: () => ({}) as EngineStats, scoreText: async () => result }, { path: socket }, () => {});
+  const server = await serveEngine(
+    { info: async () => ({}) as EngineInfo, stats: () => ({}) as EngineStats, scoreText: async () => result },
+    { path: socket },
+    () => {},
+  );
   const channel = openEngineChannel(server.address);
   try {
     const times: number[] = [];

@@ -16,10 +16,26 @@ export const WORKLOADS = {
       model: 'jev-latest',
       state: TICKET,
       questions: {
-        intent: { type: 'choice', instructions: 'What does the customer want the company to do first, judging only from the message itself?', criteria: ['replacement', 'refund', 'repair', 'information'] },
-        sentiment: { type: 'choice', instructions: 'Which word best describes the overall emotional tone of the customer message as written?', criteria: ['angry', 'annoyed', 'neutral', 'pleased'] },
-        channel: { type: 'choice', instructions: 'Through which channel did the customer say they already tried to reach the company before writing?', criteria: ['email', 'phone', 'chat', 'store'] },
-        priority: { type: 'choice', instructions: 'How urgently should the support team handle this ticket, given the deadline the customer mentions?', criteria: ['low', 'normal', 'high', 'critical'] },
+        intent: {
+          type: 'choice',
+          instructions: 'What does the customer want the company to do first, judging only from the message itself?',
+          criteria: ['replacement', 'refund', 'repair', 'information'],
+        },
+        sentiment: {
+          type: 'choice',
+          instructions: 'Which word best describes the overall emotional tone of the customer message as written?',
+          criteria: ['angry', 'annoyed', 'neutral', 'pleased'],
+        },
+        channel: {
+          type: 'choice',
+          instructions: 'Through which channel did the customer say they already tried to reach the company before writing?',
+          criteria: ['email', 'phone', 'chat', 'store'],
+        },
+        priority: {
+          type: 'choice',
+          instructions: 'How urgently should the support team handle this ticket, given the deadline the customer mentions?',
+          criteria: ['low', 'normal', 'high', 'critical'],
+        },
       },
       options: { debias: 'permute', debias_passes: 4 },
     },

@@ -42,7 +42,12 @@ export function readSystemOneBody(req: HttpRequest): SystemOneBody {
   const request = form.find((p) => p.name === REQUEST_PART);
   if (!request) {
     throw new ValidationFailure([
-      { type: 'missing', loc: ['body', REQUEST_PART], msg: `Field required: a multipart request carries its JSON in a part named "${REQUEST_PART}"`, input: null },
+      {
+        type: 'missing',
+        loc: ['body', REQUEST_PART],
+        msg: `Field required: a multipart request carries its JSON in a part named "${REQUEST_PART}"`,
+        input: null,
+      },
     ]);
   }
   return { body: parseJson(request.data), parts: new Map(form.filter((p) => p !== request).map((p) => [p.name, p])) };
@@ -80,7 +85,12 @@ export function validateAssets(body: Record<string, unknown>, parts: Map<string,
   const claimed = new Map<string, string>();
   const names = Object.keys(assets);
   if (names.length > MAX_ASSETS) {
-    errors.push({ type: 'too_long', loc: ['body', 'assets'], msg: `A request may carry at most ${MAX_ASSETS} assets; got ${names.length}`, ctx: { max_length: MAX_ASSETS } });
+    errors.push({
+      type: 'too_long',
+      loc: ['body', 'assets'],
+      msg: `A request may carry at most ${MAX_ASSETS} assets; got ${names.length}`,
+      ctx: { max_length: MAX_ASSETS },
+    });
   }
 
   for (const [name, asset] of Object.entries(assets)) {
@@ -89,7 +99,8 @@ export function validateAssets(body: Record<string, unknown>, parts: Map<string,
     if (!data) continue;
     const format = detectImageFormat(data);
     if (data.length === 0) errors.push(valueError(loc, `asset "${name}" is empty`, null));
-    else if (data.length > MAX_ASSET_BYTES) errors.push(valueError(loc, `asset "${name}" is ${data.length} bytes; an image may have at most ${MAX_ASSET_BYTES}`, null));
+    else if (data.length > MAX_ASSET_BYTES)
+      errors.push(valueError(loc, `asset "${name}" is ${data.length} bytes; an image may have at most ${MAX_ASSET_BYTES}`, null));
     else if (!format) errors.push(valueError(loc, `asset "${name}" is not a PNG or JPEG image (its bytes carry neither signature)`, null));
     else images.push({ name, format, bytes: data.length });
   }
@@ -105,14 +116,23 @@ export function validateAssets(body: Record<string, unknown>, parts: Map<string,
   }
   for (const name of names) {
     if (!texts.some(({ text }) => text.includes(name))) {
-      errors.push(valueError(['body', 'assets', name], `asset "${name}" is not referenced: its key must appear in the state, an instruction or a criterion`, null));
+      errors.push(
+        valueError(['body', 'assets', name], `asset "${name}" is not referenced: its key must appear in the state, an instruction or a criterion`, null),
+      );
     }
   }
   if (errors.length > 0) throw new ValidationFailure(errors);
   return images;
 }
 
-function assetBytes(name: string, asset: Asset, parts: Map<string, FormPart>, claimed: Map<string, string>, loc: Loc, errors: ValidationErrorItem[]): Buffer | null {
+function assetBytes(
+  name: string,
+  asset: Asset,
+  parts: Map<string, FormPart>,
+  claimed: Map<string, string>,
+  loc: Loc,
+  errors: ValidationErrorItem[],
+): Buffer | null {
   if (asset.part !== undefined) {
     const part = parts.get(asset.part);
     if (!part) {
@@ -132,7 +152,8 @@ function assetBytes(name: string, asset: Asset, parts: Map<string, FormPart>, cl
     errors.push(valueError(loc, `asset "${name}" needs data_base64 (with format) or, in a multipart form, part`, null));
     return null;
   }
-  if (asset.format === undefined) errors.push({ type: 'missing', loc: [...loc, 'format'], msg: 'Field required: format is required with data_base64', input: null });
+  if (asset.format === undefined)
+    errors.push({ type: 'missing', loc: [...loc, 'format'], msg: 'Field required: format is required with data_base64', input: null });
   const data = decodeBase64(asset.data_base64);
   if (!data) errors.push(valueError([...loc, 'data_base64'], `asset "${name}" is not valid base64`, null));
   return asset.format === undefined ? null : data;
@@ -199,9 +220,7 @@ export function findInlineImage(state: unknown): Loc | null {
  */
 export function refuseImages(assets: ImageAsset[], inline: Loc | null, optedIn: boolean, header: string): ValidationErrorItem[] {
   if (assets.length === 0 && !inline) return [];
-  const why = optedIn
-    ? 'the served model is text-only and cannot read images'
-    : `images are a preview feature: send the header ${header}: true to opt in`;
+  const why = optedIn ? 'the served model is text-only and cannot read images' : `images are a preview feature: send the header ${header}: true to opt in`;
   const errors = assets.map((a) => valueError(['body', 'assets', a.name], `asset "${a.name}" is an image (${a.format}, ${a.bytes} bytes); ${why}`, null));
   if (inline) errors.push(valueError(inline, `the state contains an image; ${why}`, undefined));
   return errors;

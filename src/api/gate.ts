@@ -53,11 +53,11 @@ export function createGate(store: Store, limits: LimitsConfig): RequestGate {
             result.retryAfterSeconds,
           );
         case 'balance':
-          throw new ApiError(
-            'payment_required',
-            `The account balance (${result.balanceEur} EUR) cannot cover this call. Top up or set up pay-as-you-go.`,
-            { topup_url: limits.topupUrl, payg_url: limits.paygUrl, balance_eur: result.balanceEur },
-          );
+          throw new ApiError('payment_required', `The account balance (${result.balanceEur} EUR) cannot cover this call. Top up or set up pay-as-you-go.`, {
+            topup_url: limits.topupUrl,
+            payg_url: limits.paygUrl,
+            balance_eur: result.balanceEur,
+          });
       }
     },
 

@@ -57,7 +57,8 @@ export function parseMultipart(body: Buffer, contentType: string): FormPart[] {
     if (!body.subarray(at, at + 2).equals(CRLF)) throw new MultipartError('a boundary line must end with CRLF');
     at += 2;
     const headerEnd = body.indexOf(HEADER_END, at);
-    if (headerEnd < 0 || headerEnd - at > MAX_HEADER_BYTES) throw new MultipartError(`part ${parts.length + 1} has no end of headers within ${MAX_HEADER_BYTES} bytes`);
+    if (headerEnd < 0 || headerEnd - at > MAX_HEADER_BYTES)
+      throw new MultipartError(`part ${parts.length + 1} has no end of headers within ${MAX_HEADER_BYTES} bytes`);
     const headers = parseHeaders(body.subarray(at, headerEnd).toString('latin1'));
     const dataStart = headerEnd + HEADER_END.length;
     const next = body.indexOf(delimiter, dataStart);

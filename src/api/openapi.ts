@@ -164,9 +164,7 @@ function errorResponse(status: number): Json {
           },
         }
       : {}),
-    ...(status === 415
-      ? { headers: { 'Accept-Encoding': { schema: { type: 'string' }, description: 'the request content codings taken' } } }
-      : {}),
+    ...(status === 415 ? { headers: { 'Accept-Encoding': { schema: { type: 'string' }, description: 'the request content codings taken' } } } : {}),
   };
 }
 
@@ -195,7 +193,10 @@ function tagOf(path: string): string {
 }
 
 function operationId(route: Route): string {
-  const words = route.path.replace(/[{}]/g, '').split(/[^A-Za-z0-9]+/).filter(Boolean);
+  const words = route.path
+    .replace(/[{}]/g, '')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean);
   return [route.method.toLowerCase(), ...words].join('_');
 }
 
@@ -211,7 +212,11 @@ function requestBody(route: Route, schema: Json): Json {
         type: 'object',
         required: ['request'],
         properties: { request: schema },
-        additionalProperties: { type: 'string', contentMediaType: 'application/octet-stream', description: 'an image part, claimed by the asset whose "part" names it' },
+        additionalProperties: {
+          type: 'string',
+          contentMediaType: 'application/octet-stream',
+          description: 'an image part, claimed by the asset whose "part" names it',
+        },
       },
       encoding: { request: { contentType: 'application/json' } },
     };

@@ -62,7 +62,12 @@ export function renderError(req: HttpRequest, err: unknown, log: ErrorLogger = d
   if (err instanceof EngineError && err.code === 'busy') {
     // Not this request's size but the queue it would join: the same request fits later.
     const retry = Number(err.details.retryAfterSeconds) || 1;
-    err = new ApiError('too_many_requests', `The model engine is too busy to finish this request before its deadline; retry in about ${retry} s (${err.message}).`, { reason: 'engine_queue', retry_after_seconds: retry }, retry);
+    err = new ApiError(
+      'too_many_requests',
+      `The model engine is too busy to finish this request before its deadline; retry in about ${retry} s (${err.message}).`,
+      { reason: 'engine_queue', retry_after_seconds: retry },
+      retry,
+    );
   }
   if (err instanceof StoreUnavailableError) {
     // The database is down, unreachable or stuck: nothing was acknowledged, so the client may retry.

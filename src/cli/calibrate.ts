@@ -111,11 +111,24 @@ function fmt(x: number): string {
 export function reportTable(reports: KindReport[]): string {
   const rows = [['TYPE', 'N', 'ECE BEFORE', 'ECE AFTER', 'BRIER BEFORE', 'BRIER AFTER', 'FIT']];
   for (const r of reports) {
-    const fit = r.fit ? (r.fit.method === 'temperature' ? `temperature T=${r.fit.temperature.toFixed(3)}` : `platt a=${r.fit.a.toFixed(3)} b=${r.fit.b.toFixed(3)}`) : `none: ${r.refused}`;
+    const fit = r.fit
+      ? r.fit.method === 'temperature'
+        ? `temperature T=${r.fit.temperature.toFixed(3)}`
+        : `platt a=${r.fit.a.toFixed(3)} b=${r.fit.b.toFixed(3)}`
+      : `none: ${r.refused}`;
     rows.push([r.kind, String(r.before.n), fmt(r.before.ece), r.after ? fmt(r.after.ece) : '-', fmt(r.before.brier), r.after ? fmt(r.after.brier) : '-', fit]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows.map((row) => row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((row) =>
+        row
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 export interface CalibrateArgs {
@@ -137,9 +150,16 @@ export async function calibrate({ store, modelPath, file, out }: CalibrateArgs):
     const found = await samplesFromStore(store, sha);
     samples = found.samples;
     source = `traces joined with retained requests in ${store.location}`;
-    out(`${found.samples.length} traced outcomes of ${path.basename(modelPath)} under layout ${LAYOUT_VERSION} (${found.skipped} traces without a matching retained decision skipped)\n`);
+    out(
+      `${found.samples.length} traced outcomes of ${path.basename(modelPath)} under layout ${LAYOUT_VERSION} (${found.skipped} traces without a matching retained decision skipped)\n`,
+    );
   }
-  const reports = KINDS.map((kind) => fitKind(kind, samples.filter((s) => s.kind === kind))).filter((r) => r.before.n > 0);
+  const reports = KINDS.map((kind) =>
+    fitKind(
+      kind,
+      samples.filter((s) => s.kind === kind),
+    ),
+  ).filter((r) => r.before.n > 0);
   if (reports.length === 0) throw new CalibrateError(`no labelled outcomes found (${source})`);
   out(`held-out figures (5-fold cross-validation) for ${path.basename(modelPath)}, layout ${LAYOUT_VERSION}:\n`);
   out(reportTable(reports));

@@ -76,7 +76,8 @@ async function serve(argv: string[]): Promise<void> {
 
 async function engine(argv: string[]): Promise<void> {
   const config = loadConfig(argv, process.env);
-  if (config.engines || config.gpus) throw new UsageError('arbitra engine serves one model copy: --engines and --gpus are options of serve (set CUDA_VISIBLE_DEVICES to pick the GPU)');
+  if (config.engines || config.gpus)
+    throw new UsageError('arbitra engine serves one model copy: --engines and --gpus are options of serve (set CUDA_VISIBLE_DEVICES to pick the GPU)');
   stopOnSignals(await (await import('../cluster/engine-node.js')).runEngineNode(config, log));
 }
 
@@ -139,7 +140,16 @@ async function keys(argv: string[]): Promise<void> {
       const lines = [['ID', 'NAME', 'KEY', 'CREATED', 'LAST USED', 'REVOKED']];
       for (const k of rows) lines.push([k.id, k.name, k.masked, k.created_at, k.last_used_at ?? '-', k.revoked_at ?? '-']);
       const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
-      process.stdout.write(lines.map((l) => l.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n');
+      process.stdout.write(
+        lines
+          .map((l) =>
+            l
+              .map((c, i) => c.padEnd(widths[i]!))
+              .join('  ')
+              .trimEnd(),
+          )
+          .join('\n') + '\n',
+      );
     });
   } else if (action === 'revoke') {
     const id = rest[0];
@@ -160,7 +170,9 @@ async function calibrateCommand(argv: string[]): Promise<void> {
   const { model } = modelFor(flags['--model'] ?? (process.env.ARBITRA_MODEL || undefined));
   if (!fs.existsSync(model)) throw new CalibrateError(`model file ${model} does not exist (arbitra models pull fetches it)`);
   if (flags['--file'] !== undefined && !fs.existsSync(flags['--file'])) throw new CalibrateError(`no such file: ${flags['--file']}`);
-  const saved = await withStore(flags, (store) => calibrate({ store, modelPath: model, file: flags['--file'] ?? null, out: (text) => process.stdout.write(text) }));
+  const saved = await withStore(flags, (store) =>
+    calibrate({ store, modelPath: model, file: flags['--file'] ?? null, out: (text) => process.stdout.write(text) }),
+  );
   if (!saved) throw new CalibrateError('not saved: no question type improved on held-out ECE or Brier');
 }
 

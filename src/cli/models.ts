@@ -23,7 +23,16 @@ function size(bytes: number): string {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 function catalogueTable(dir: string): string {
@@ -35,13 +44,16 @@ function catalogueTable(dir: string): string {
   }
   const known = new Set(CATALOGUE.map((e) => e.file));
   const local = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.gguf') && !known.has(f)) : [];
-  for (const f of local) rows.push([f.replace(/\.gguf$/, ''), size(fs.statSync(path.join(dir, f)).size), 'local file', '?', `serve with --model ${path.join(dir, f)}`]);
+  for (const f of local)
+    rows.push([f.replace(/\.gguf$/, ''), size(fs.statSync(path.join(dir, f)).size), 'local file', '?', `serve with --model ${path.join(dir, f)}`]);
   return table(rows);
 }
 
 function digestNote(r: ModelRecord): string {
   const checks = [...new Set(r.files.map((f) => f.checked))];
-  const against = checks.map((c) => ({ hub: "the hub's LFS sha256", pinned: 'the pinned sha256', 'linked-etag': "the hub's X-Linked-Etag", none: 'nothing (no digest stated)' })[c]).join(', ');
+  const against = checks
+    .map((c) => ({ hub: "the hub's LFS sha256", pinned: 'the pinned sha256', 'linked-etag': "the hub's X-Linked-Etag", none: 'nothing (no digest stated)' })[c])
+    .join(', ');
   return `${r.files[0]!.sha256.slice(0, 12)}… checked against ${against}`;
 }
 
@@ -79,7 +91,10 @@ function recommendationsTable(gpus: GpuMemory[] | null): string {
 
 function list(rest: string[]): string {
   const fits = rest.includes('--fits');
-  parseFlags(rest.filter((a) => a !== '--fits'), []);
+  parseFlags(
+    rest.filter((a) => a !== '--fits'),
+    [],
+  );
   const dir = modelsDir();
   const gpus = fits ? readGpuMemory() : null;
   return [catalogueTable(dir), pulledTable(dir), gpus ? gpuLine(gpus) : '', recommendationsTable(gpus)].filter(Boolean).join('\n');
@@ -87,7 +102,10 @@ function list(rest: string[]): string {
 
 async function pull(rest: string[], out: (text: string) => void, log: (line: string) => void): Promise<void> {
   const name = rest[0];
-  if (!name || name.startsWith('--')) throw new ModelsUsageError(`models pull needs hf:ORG/REPO[:QUANT], hf:ORG/REPO/FILE.gguf, a URL, or a catalogue name: ${CATALOGUE.map((e) => e.name).join(', ')}`);
+  if (!name || name.startsWith('--'))
+    throw new ModelsUsageError(
+      `models pull needs hf:ORG/REPO[:QUANT], hf:ORG/REPO/FILE.gguf, a URL, or a catalogue name: ${CATALOGUE.map((e) => e.name).join(', ')}`,
+    );
   const flags = parseFlags(rest.slice(1), ['--name', '--sha256']);
   const entry = findEntry(name);
   if (entry) {
@@ -101,9 +119,14 @@ async function pull(rest: string[], out: (text: string) => void, log: (line: str
     if (err instanceof ModelRefError) throw new ModelsUsageError(err.message);
     throw err;
   }
-  if (!ref) throw new ModelsUsageError(`no catalogue model named ${JSON.stringify(name)}, and not hf:ORG/REPO[:QUANT] or a URL; known: ${CATALOGUE.map((e) => e.name).join(', ')}`);
+  if (!ref)
+    throw new ModelsUsageError(
+      `no catalogue model named ${JSON.stringify(name)}, and not hf:ORG/REPO[:QUANT] or a URL; known: ${CATALOGUE.map((e) => e.name).join(', ')}`,
+    );
   const { record, path: file } = await pullModel(ref, { dir: modelsDir(), name: flags['--name'], sha256: flags['--sha256'], progress: terminalSink(log) });
-  log(`${record.name}: ${record.files.length} file${record.files.length === 1 ? '' : 's'}, ${formatBytes(record.files.reduce((n, f) => n + f.bytes, 0))}, sha256 ${digestNote(record)}; serve it with --model ${record.name}`);
+  log(
+    `${record.name}: ${record.files.length} file${record.files.length === 1 ? '' : 's'}, ${formatBytes(record.files.reduce((n, f) => n + f.bytes, 0))}, sha256 ${digestNote(record)}; serve it with --model ${record.name}`,
+  );
   out(`${file}\n`);
 }
 
@@ -115,7 +138,9 @@ function remove(rest: string[], out: (text: string) => void): void {
   const entry = findEntry(name);
   if (entry) {
     const file = path.join(dir, entry.file);
-    const parts = [file, `${file}.sha256`, `${file}.partial`, `${file}.partial.json`].filter((f) => fs.existsSync(f) || fs.lstatSync(f, { throwIfNoEntry: false }));
+    const parts = [file, `${file}.sha256`, `${file}.partial`, `${file}.partial.json`].filter(
+      (f) => fs.existsSync(f) || fs.lstatSync(f, { throwIfNoEntry: false }),
+    );
     if (parts.length === 0) throw new ModelsUsageError(`${entry.name} is not installed`);
     for (const f of parts) fs.rmSync(f, { force: true });
     out(`removed ${entry.name} (${parts.length} file${parts.length === 1 ? '' : 's'} in ${dir})\n`);

@@ -46,7 +46,9 @@ export async function runEngineNode(config: Config, log: (line: string) => void)
   } catch (err) {
     await local.close();
     const code = (err as NodeJS.ErrnoException).code;
-    throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port} (${code === 'EADDRINUSE' ? 'the port is already in use' : (code ?? (err as Error).message)})`);
+    throw new StartupError(
+      `cannot listen on ${config.listen.host}:${config.listen.port} (${code === 'EADDRINUSE' ? 'the port is already in use' : (code ?? (err as Error).message)})`,
+    );
   }
   const info = await local.info();
   log(`arbitra engine listening on ${server.address} (model ${modelId}, backend ${info.backend}, ${tls ? 'TLS' : 'no TLS: keep it on a private network'})`);

@@ -104,7 +104,8 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
     route({
       method: 'POST',
       path: '/v1/console/api-keys',
-      summary: 'Create an API key; the full secret is returned once, in this response only. A key past the active keys a user may hold (100 by default) is a 409.',
+      summary:
+        'Create an API key; the full secret is returned once, in this response only. A key past the active keys a user may hold (100 by default) is a 409.',
       errorStatuses: [409],
       schemas: { body: ApiKeyCreate, response: ApiKeyCreateResponse },
       handler: async (req) => {
@@ -213,7 +214,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
     route({
       method: 'POST',
       path: '/v1/console/verification-tokens/use',
-      summary: "Consume a verification token of this user: 404 unknown, 409 already used, 410 expired.",
+      summary: 'Consume a verification token of this user: 404 unknown, 409 already used, 410 expired.',
       errorStatuses: [404, 409, 410],
       schemas: { body: VerificationTokenUse, response: VerificationTokenUseResponse },
       handler: async (req) => {

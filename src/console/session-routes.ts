@@ -32,7 +32,7 @@ function sessionBody(session: ConsoleSession): Static<typeof ConsoleSessionRespo
 function checkToken(given: string, consoleToken: string): void {
   if (sameSecret(given, consoleToken)) return;
   const hint = given.startsWith(KEY_PREFIX)
-    ? ' That is an API key: the console opens with the operator\'s console token (ARBITRA_CONSOLE_TOKEN), never with an API key.'
+    ? " That is an API key: the console opens with the operator's console token (ARBITRA_CONSOLE_TOKEN), never with an API key."
     : '';
   throw new ApiError('authentication_error', `Invalid console token.${hint}`);
 }

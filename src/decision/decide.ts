@@ -110,7 +110,13 @@ function costFailure(err: EngineError): ValidationFailure {
   const ctx =
     typeof d.maxRequestTokens === 'number'
       ? { error: msg, tokens: d.tokens, max_request_tokens: d.maxRequestTokens, branches: d.branches }
-      : { error: msg, estimated_seconds: Number(d.estimatedMs) / 1000, admitted_seconds: Number(d.budgetMs) / 1000, branches: d.branches, branches_that_fit: d.branchesThatFit };
+      : {
+          error: msg,
+          estimated_seconds: Number(d.estimatedMs) / 1000,
+          admitted_seconds: Number(d.budgetMs) / 1000,
+          branches: d.branches,
+          branches_that_fit: d.branchesThatFit,
+        };
   return new ValidationFailure([{ ...valueError(['body', 'questions'], msg, undefined), ctx }]);
 }
 
@@ -166,13 +172,21 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
   const answers: Record<string, Answer> = Object.fromEntries(
     plans.map(({ question, probes }) => {
       const kind = kindOf(question);
-      const readings: PassReading[][] = probes.map((passes) => passes.map((p) => ({ ordering: p.ordering, weight: p.weight, logprobs: result.branches[p.branch]! })));
+      const readings: PassReading[][] = probes.map((passes) =>
+        passes.map((p) => ({ ordering: p.ordering, weight: p.weight, logprobs: result.branches[p.branch]! })),
+      );
       const debiased = kind.combine(question, readings.map(averagePasses), ctx);
       uncalibrated[question.name] = { kind: question.kind, p: debiased };
       const calibrated = calibration?.apply(question.kind, debiased) ?? null;
       const answer = kind.answer(question, {
         p: calibrated ?? debiased,
-        raw: req.options.return_raw_probabilities ? kind.combine(question, readings.map((r) => optionDistribution(identityPass(r))), asRead) : null,
+        raw: req.options.return_raw_probabilities
+          ? kind.combine(
+              question,
+              readings.map((r) => optionDistribution(identityPass(r))),
+              asRead,
+            )
+          : null,
         debiasPasses: permute ? passCount : null,
         band: calibrated ? confidenceBand(calibrated) : null,
         labelMass: readings.reduce((acc, r) => acc + labelMass(r), 0) / readings.length,
@@ -185,6 +199,11 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
     usage: { input_tokens: result.promptTokens, output_tokens: branches.length },
     evaluatedTokens: result.evaluatedTokens,
     uncalibrated,
-    calibration: calibration === undefined ? null : calibration === null ? { version: null, method: 'none' } : { version: calibration.version, method: calibration.method },
+    calibration:
+      calibration === undefined
+        ? null
+        : calibration === null
+          ? { version: null, method: 'none' }
+          : { version: calibration.version, method: calibration.method },
   };
 }

@@ -28,7 +28,11 @@ const CHECKS: { name: string; question: Record<string, unknown>; passes: (answer
   },
   {
     name: 'satisfaction',
-    question: { type: 'score', instructions: 'How satisfied is the reviewer?', criteria: ['very dissatisfied', 'dissatisfied', 'neutral', 'satisfied', 'very satisfied'] },
+    question: {
+      type: 'score',
+      instructions: 'How satisfied is the reviewer?',
+      criteria: ['very dissatisfied', 'dissatisfied', 'neutral', 'satisfied', 'very satisfied'],
+    },
     passes: (a) => (a.score as number) < 1.5,
     expect: 'a score below 1.5',
   },
@@ -57,8 +61,13 @@ export async function selfTest(engine: EngineService, info: EngineInfo): Promise
   const failures = CHECKS.flatMap((c) => {
     const answer = answers[c.name] as unknown as Record<string, unknown>;
     if (c.passes(answer)) return [];
-    const got = answer.type === 'noul' ? `P(yes) ${(answer.noul as number).toFixed(2)}` : answer.type === 'choice' ? String(answer.choice) : `score ${(answer.score as number).toFixed(2)}`;
-    return [`"${(c.question.instructions as string)}" expected ${c.expect}, got ${got}`];
+    const got =
+      answer.type === 'noul'
+        ? `P(yes) ${(answer.noul as number).toFixed(2)}`
+        : answer.type === 'choice'
+          ? String(answer.choice)
+          : `score ${(answer.score as number).toFixed(2)}`;
+    return [`"${c.question.instructions as string}" expected ${c.expect}, got ${got}`];
   });
   return { passed: CHECKS.length - failures.length, total: CHECKS.length, failures };
 }

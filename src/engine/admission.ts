@@ -54,7 +54,8 @@ export function workMs(cost: DecodeCost, work: WorkShape, plan: DecodePlan): num
 export function branchesThatFit(cost: DecodeCost, work: WorkShape, plan: DecodePlan, budgetMs: number): number {
   let lo = 0;
   let hi = work.suffixTokens.length;
-  const fits = (n: number): boolean => n === 0 || workMs(cost, { prefixTokens: work.prefixTokens, suffixTokens: work.suffixTokens.slice(0, n) }, plan) <= budgetMs;
+  const fits = (n: number): boolean =>
+    n === 0 || workMs(cost, { prefixTokens: work.prefixTokens, suffixTokens: work.suffixTokens.slice(0, n) }, plan) <= budgetMs;
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
     if (fits(mid)) lo = mid;
@@ -137,7 +138,10 @@ export class WorkLedger {
     const tenants = this.byTenant();
     const perTenant = shareOut(tenants.map(remaining), spent);
     tenants.forEach((mine, i) => {
-      const perRequest = shareOut(mine.map((w) => w.remainingMs), perTenant[i]!);
+      const perRequest = shareOut(
+        mine.map((w) => w.remainingMs),
+        perTenant[i]!,
+      );
       mine.forEach((w, j) => (w.remainingMs = Math.max(0, w.remainingMs - perRequest[j]!)));
     });
   }

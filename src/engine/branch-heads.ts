@@ -27,13 +27,15 @@ function commonHead(a: Int32Array, b: Int32Array): number {
  * one group with an empty head. Groups are ordered by their first member.
  */
 export function groupBranchHeads(suffixes: readonly Int32Array[], minHead = MIN_SHARED_HEAD): BranchGroup[] {
-  const order = suffixes.map((_, i) => i).sort((x, y) => {
-    const a = suffixes[x]!;
-    const b = suffixes[y]!;
-    const c = commonHead(a, b);
-    if (c < a.length && c < b.length) return a[c]! - b[c]!;
-    return a.length - b.length || x - y;
-  });
+  const order = suffixes
+    .map((_, i) => i)
+    .sort((x, y) => {
+      const a = suffixes[x]!;
+      const b = suffixes[y]!;
+      const c = commonHead(a, b);
+      if (c < a.length && c < b.length) return a[c]! - b[c]!;
+      return a.length - b.length || x - y;
+    });
   // Neighbours in sorted order share the longest heads: cut where the shared head gets too short.
   // A run's head is the shortest of its neighbours' common heads, each member's last token kept out.
   const runs: { members: number[]; head: number }[] = [];
@@ -54,7 +56,10 @@ export function groupBranchHeads(suffixes: readonly Int32Array[], minHead = MIN_
       alone.members.push({ index: run.members[0]!, rest: suffixes[run.members[0]!]! });
       continue;
     }
-    shared.push({ head: suffixes[run.members[0]!]!.subarray(0, run.head), members: run.members.map((index) => ({ index, rest: suffixes[index]!.subarray(run.head) })) });
+    shared.push({
+      head: suffixes[run.members[0]!]!.subarray(0, run.head),
+      members: run.members.map((index) => ({ index, rest: suffixes[index]!.subarray(run.head) })),
+    });
   }
   const groups = alone.members.length > 0 ? [...shared, alone] : shared;
   for (const g of groups) g.members.sort((a, b) => a.index - b.index);

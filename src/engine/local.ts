@@ -8,7 +8,15 @@ import { promptFrame, type PromptFrame } from './frame.js';
 import { findDigitLabels, findOptionLabels, findYesNo } from './labels.js';
 import { DEFAULT_ENGINE_OPTIONS, LlamaEngine, type ScoreOutcome } from './llama-engine.js';
 import { livenessBoundMs } from './liveness.js';
-import { EngineError, type EngineInfo, type EngineStats, type EngineOptions, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
+import {
+  EngineError,
+  type EngineInfo,
+  type EngineStats,
+  type EngineOptions,
+  type EngineService,
+  type TextScoreRequest,
+  type TextScoreResult,
+} from './types.js';
 import { warmUp } from './warm-up.js';
 
 /** A frame and its fixed pieces tokenised with control tokens parsed. */
@@ -140,7 +148,10 @@ export class LocalEngine implements EngineService {
     const groups = groupBranchHeads(suffixes);
     let ticket: number;
     try {
-      ticket = this.admit(request, { prefixTokens: prefix.length + groups.reduce((n, g) => n + g.head.length, 0), suffixTokens: groups.flatMap((g) => g.members.map((m) => m.rest.length)) });
+      ticket = this.admit(request, {
+        prefixTokens: prefix.length + groups.reduce((n, g) => n + g.head.length, 0),
+        suffixTokens: groups.flatMap((g) => g.members.map((m) => m.rest.length)),
+      });
     } catch (err) {
       if (err instanceof EngineError && (err.code === 'too_costly' || err.code === 'busy')) this.refusals[err.code === 'busy' ? 'busy' : 'tooCostly']++;
       throw err;
@@ -166,7 +177,13 @@ export class LocalEngine implements EngineService {
   stats(): EngineStats {
     const native = this.engine.stats();
     const bound = livenessBoundMs(native, this.livenessFloorMs);
-    return { ...native, workInHandMs: this.ledger.pendingMs(), admissionRefusals: { ...this.refusals }, livenessBoundMs: bound, wedged: native.stalledMs > bound };
+    return {
+      ...native,
+      workInHandMs: this.ledger.pendingMs(),
+      admissionRefusals: { ...this.refusals },
+      livenessBoundMs: bound,
+      wedged: native.stalledMs > bound,
+    };
   }
 
   /** What a decode costs here, as the scorer has measured it so far. */
@@ -181,11 +198,15 @@ export class LocalEngine implements EngineService {
   private admit(request: TextScoreRequest, work: WorkShape): number {
     const tokens = work.prefixTokens + work.suffixTokens.reduce((n, t) => n + t, 0);
     if (request.maxRequestTokens && tokens > request.maxRequestTokens) {
-      throw new EngineError('too_costly', `this request runs ${tokens} prompt tokens through the model, more than this server's cap of ${request.maxRequestTokens} (ARBITRA_MAX_REQUEST_TOKENS)`, {
-        tokens,
-        maxRequestTokens: request.maxRequestTokens,
-        branches: work.suffixTokens.length,
-      });
+      throw new EngineError(
+        'too_costly',
+        `this request runs ${tokens} prompt tokens through the model, more than this server's cap of ${request.maxRequestTokens} (ARBITRA_MAX_REQUEST_TOKENS)`,
+        {
+          tokens,
+          maxRequestTokens: request.maxRequestTokens,
+          branches: work.suffixTokens.length,
+        },
+      );
     }
     const cost = this.cost();
     const plan: DecodePlan = this.engineInfo;

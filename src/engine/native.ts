@@ -38,7 +38,11 @@ export interface NativeEngine {
   detokenize(tokens: Int32Array): string;
   applyChatTemplate(messages: { role: string; content: string }[]): string | null;
   /** A non-zero ticket lets cancel(ticket) drop the job at the next batch boundary. */
-  score(prefix: Int32Array, branches: { suffix: Int32Array; candidates: Int32Array }[], options?: { tenant?: string; ticket?: number }): Promise<NativeScoreOutcome>;
+  score(
+    prefix: Int32Array,
+    branches: { suffix: Int32Array; candidates: Int32Array }[],
+    options?: { tenant?: string; ticket?: number },
+  ): Promise<NativeScoreOutcome>;
   /** false when no unsettled job holds the ticket. */
   cancel(ticket: number): boolean;
   stats(): NativeStats;

@@ -106,7 +106,10 @@ export function watchRemoteEngine(opts: RemoteHostOptions): EngineHost {
       },
       (err: Error) => {
         failures++;
-        const why = err instanceof EngineError && err.code === 'unavailable' && /refused|prove/.test(err.message) ? err.message : `cannot reach the engine at ${opts.address} (${err.message})`;
+        const why =
+          err instanceof EngineError && err.code === 'unavailable' && /refused|prove/.test(err.message)
+            ? err.message
+            : `cannot reach the engine at ${opts.address} (${err.message})`;
         failed(why, everReady ? 'down' : 'loading', Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1)));
       },
     );

@@ -10,10 +10,7 @@ import { decodeZstd } from './zstd.js';
 export const MAX_CODINGS = 4;
 const ALIASES: Readonly<Record<string, ContentCoding>> = { 'x-gzip': 'gzip' };
 
-export type ParsedEncoding =
-  | { ok: true; codings: ContentCoding[] }
-  | { ok: false; unsupported: string }
-  | { ok: false; tooMany: number };
+export type ParsedEncoding = { ok: true; codings: ContentCoding[] } | { ok: false; unsupported: string } | { ok: false; tooMany: number };
 
 /** The codings named by a Content-Encoding header, identity dropped; case and whitespace do not matter. */
 export function parseContentEncoding(header: string | undefined): ParsedEncoding {

@@ -50,9 +50,7 @@ export function createRouter(routes: Route[]): Router {
     seen.add(key);
   }
   // Static patterns first so /v1/x/special is not swallowed by /v1/x/{id}.
-  const compiled = routes
-    .map(compile)
-    .sort((a, b) => a.names.length - b.names.length);
+  const compiled = routes.map(compile).sort((a, b) => a.names.length - b.names.length);
 
   function match(method: string, path: string): RouteMatch {
     const allow = new Set<string>();

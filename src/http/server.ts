@@ -30,7 +30,5 @@ export function chooseImplementation(prefer?: HttpImplementation, log?: (line: s
 
 export function startHttpServer(opts: StartHttpServerOptions): Promise<RunningServer> {
   const impl = chooseImplementation(opts.prefer, opts.log);
-  return impl === 'uws'
-    ? startUwsServer(opts.handler, opts.host, opts.port)
-    : startNodeServer(opts.handler, opts.host, opts.port);
+  return impl === 'uws' ? startUwsServer(opts.handler, opts.host, opts.port) : startNodeServer(opts.handler, opts.host, opts.port);
 }

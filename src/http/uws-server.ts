@@ -152,12 +152,7 @@ function readRequest(req: UWS.HttpRequest, res: UWS.HttpResponse, signal: AbortS
 }
 
 /** Buffers the body as uWS streams it; past `maxBytes` it is dropped and refused instead. */
-function readBody(
-  res: UWS.HttpResponse,
-  reply: GuardedReply,
-  maxBytes: number,
-  on: { whole: (body: Buffer) => void; tooLarge: () => void },
-): void {
+function readBody(res: UWS.HttpResponse, reply: GuardedReply, maxBytes: number, on: { whole: (body: Buffer) => void; tooLarge: () => void }): void {
   const chunks: Buffer[] = [];
   let size = 0;
   res.onData((chunk, isLast) => {

@@ -98,7 +98,7 @@ function windowFor(bytes: number): { size: number; descriptor: number } {
 function readFrame(data: Uint8Array, at: number): Frame | { kind: 'skippable'; end: number } {
   if (at + 6 > data.length) throw new Error('truncated frame header');
   const magic = readLE(data, at, 4);
-  if (((magic & SKIPPABLE_MASK) >>> 0) === SKIPPABLE_MAGIC) {
+  if ((magic & SKIPPABLE_MASK) >>> 0 === SKIPPABLE_MAGIC) {
     const end = at + 8 + (at + 8 > data.length ? 0 : readLE(data, at + 4, 4));
     if (end > data.length) throw new Error('truncated skippable frame');
     return { kind: 'skippable', end };

@@ -70,7 +70,9 @@ export function serveClusterMetrics(opts: { workers: () => Worker[]; on: (handle
     else if (msg.type === 'collect') {
       void collect().then(
         (out) => worker.isConnected() && worker.send({ ch: CH, type: 'collect-reply', id: msg.id, ...out } satisfies MetricsMessage),
-        () => worker.isConnected() && worker.send({ ch: CH, type: 'collect-reply', id: msg.id, text: '', contentType: register.contentType } satisfies MetricsMessage),
+        () =>
+          worker.isConnected() &&
+          worker.send({ ch: CH, type: 'collect-reply', id: msg.id, text: '', contentType: register.contentType } satisfies MetricsMessage),
       );
     }
   });

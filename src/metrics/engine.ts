@@ -57,8 +57,16 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
   fromStats('arbitra_engine_last_batch_branches', 'Branches in the most recent llama_decode batch', (s) => s.lastBatchBranches);
   fromStats('arbitra_engine_work_in_hand_seconds', 'Engine time the admitted and unfinished requests are estimated to need', (s) => s.workInHandMs / 1000);
   fromStats('arbitra_engine_decode_fixed_ms', "A decode's fixed cost, as fitted to the engine's own decodes (0 until measured)", (s) => s.cost.perDecodeMs);
-  fromStats('arbitra_engine_decode_token_ms', 'Cost of each token in a decode, as fitted to the engine\'s own decodes (0 until measured)', (s) => s.cost.perTokenMs);
-  fromStats('arbitra_engine_decode_row_ms', 'Cost of each logits row read from a decode, as fitted to the engine\'s own decodes (0 until measured)', (s) => s.cost.perRowMs);
+  fromStats(
+    'arbitra_engine_decode_token_ms',
+    "Cost of each token in a decode, as fitted to the engine's own decodes (0 until measured)",
+    (s) => s.cost.perTokenMs,
+  );
+  fromStats(
+    'arbitra_engine_decode_row_ms',
+    "Cost of each logits row read from a decode, as fitted to the engine's own decodes (0 until measured)",
+    (s) => s.cost.perRowMs,
+  );
   fromStats('arbitra_engine_cached_prefixes', 'Prefixes kept in the KV cache', (s) => s.cachedPrefixes);
   fromStats('arbitra_engine_decode_seconds_total', 'Seconds spent in llama_decode since the engine started', (s) => s.decodeSeconds);
   fromStats('arbitra_engine_readout_seconds_total', 'Seconds spent reading log-probs out of the logits since the engine started', (s) => s.readoutSeconds);
@@ -80,9 +88,17 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
     },
   });
   fromStats('arbitra_engine_stalled_seconds', 'Seconds the engine has held work without finishing a decode (0 while it holds none)', (s) => s.stalledMs / 1000);
-  fromStats('arbitra_engine_liveness_bound_seconds', 'How long the engine may hold work without finishing a decode before it counts as wedged', (s) => s.livenessBoundMs / 1000);
+  fromStats(
+    'arbitra_engine_liveness_bound_seconds',
+    'How long the engine may hold work without finishing a decode before it counts as wedged',
+    (s) => s.livenessBoundMs / 1000,
+  );
   perEngine('arbitra_engine_up', '1 when the engine process has its model loaded', (source) => (source.state().status === 'ready' ? 1 : 0));
-  perEngine('arbitra_engine_wedged', '1 while the engine is judged wedged: it holds work and has finished no decode within its liveness bound', (source) => (source.state().status === 'wedged' ? 1 : 0));
-  perEngine('arbitra_engine_restarts_total', 'Engine process restarts (or reconnections to a remote engine) after it died or wedged', (source) => source.restarts());
+  perEngine('arbitra_engine_wedged', '1 while the engine is judged wedged: it holds work and has finished no decode within its liveness bound', (source) =>
+    source.state().status === 'wedged' ? 1 : 0,
+  );
+  perEngine('arbitra_engine_restarts_total', 'Engine process restarts (or reconnections to a remote engine) after it died or wedged', (source) =>
+    source.restarts(),
+  );
   perEngine('arbitra_engine_wedges_total', 'Times the engine was found wedged (a local one is then killed and restarted)', (source) => source.wedges());
 }

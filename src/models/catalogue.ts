@@ -76,6 +76,9 @@ export const DEFAULT_MODEL: CatalogueEntry = CATALOGUE[0]!;
 
 /** The entry a name or alias (case-insensitive, `.gguf` optional) stands for; null when none. */
 export function findEntry(name: string): CatalogueEntry | null {
-  const key = name.trim().toLowerCase().replace(/\.gguf$/, '');
+  const key = name
+    .trim()
+    .toLowerCase()
+    .replace(/\.gguf$/, '');
   return CATALOGUE.find((e) => e.name === key || e.aliases.includes(key)) ?? null;
 }

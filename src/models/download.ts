@@ -113,7 +113,10 @@ function freeBytes(dir: string): number | null {
 }
 
 function startsLike(head: Buffer): string {
-  const text = head.subarray(0, 16).toString('latin1').replace(/[^\x20-\x7e]/g, '.');
+  const text = head
+    .subarray(0, 16)
+    .toString('latin1')
+    .replace(/[^\x20-\x7e]/g, '.');
   return JSON.stringify(text);
 }
 
@@ -188,17 +191,24 @@ async function attempt(spec: DownloadSpec, partial: string, from: number): Promi
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC' || code === 'EDQUOT') {
       removePartial(partial);
-      throw new Error(`disk full writing ${name} in ${path.dirname(partial)} after ${formatBytes(done)}${total ? ` of ${formatBytes(total)}` : ''}; the partial file was removed: free space and pull again`);
+      throw new Error(
+        `disk full writing ${name} in ${path.dirname(partial)} after ${formatBytes(done)}${total ? ` of ${formatBytes(total)}` : ''}; the partial file was removed: free space and pull again`,
+      );
     }
     if (err instanceof RefusedError) {
       removePartial(partial);
       throw err;
     }
-    throw new ResumableError(`the download of ${name} broke off after ${formatBytes(done)}${total ? ` of ${formatBytes(total)}` : ''} (${failureReason(err)}); the partial file is kept and the next pull resumes it`);
+    throw new ResumableError(
+      `the download of ${name} broke off after ${formatBytes(done)}${total ? ` of ${formatBytes(total)}` : ''} (${failureReason(err)}); the partial file is kept and the next pull resumes it`,
+    );
   } finally {
     progress?.finish();
   }
-  if (total !== null && done < total) throw new ResumableError(`the connection closed after ${formatBytes(done)} of ${formatBytes(total)} of ${name}; the partial file is kept and the next pull resumes it`);
+  if (total !== null && done < total)
+    throw new ResumableError(
+      `the connection closed after ${formatBytes(done)} of ${formatBytes(total)} of ${name}; the partial file is kept and the next pull resumes it`,
+    );
 
   const digest = hash.digest('hex');
   if (expected && digest !== expected) {

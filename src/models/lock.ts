@@ -35,7 +35,11 @@ function tryTake(file: string): boolean {
  * Runs `fn` holding the lock `file`. While another live process (or another pull in this one)
  * holds it, waits, saying once whom it waits for; gives up after `timeoutMs`.
  */
-export async function withLock<T>(file: string, fn: () => Promise<T>, opts: { log?: (line: string) => void; timeoutMs?: number; pollMs?: number } = {}): Promise<T> {
+export async function withLock<T>(
+  file: string,
+  fn: () => Promise<T>,
+  opts: { log?: (line: string) => void; timeoutMs?: number; pollMs?: number } = {},
+): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? Infinity);
   let told = false;
   while (!tryTake(file)) {

@@ -53,7 +53,8 @@ async function planOf(ref: ModelRef, env: NodeJS.ProcessEnv, pinned: string | un
   if (!/^[0-9a-f]{64}$/i.test(pinned)) throw new PullError(`--sha256 must be 64 hex digits, got ${JSON.stringify(pinned)}`);
   if (plan.files.length > 1) throw new PullError(`--sha256 pins one file, and ${formatRef(ref)} is split into ${plan.files.length}`);
   const stated = plan.files[0]!.sha256;
-  if (stated && stated !== pinned.toLowerCase()) throw new PullError(`the hub states sha256 ${stated} for ${plan.files[0]!.path}, not the pinned ${pinned.toLowerCase()}`);
+  if (stated && stated !== pinned.toLowerCase())
+    throw new PullError(`the hub states sha256 ${stated} for ${plan.files[0]!.path}, not the pinned ${pinned.toLowerCase()}`);
   return { ...plan, files: [{ ...plan.files[0]!, sha256: pinned.toLowerCase() }] };
 }
 
@@ -72,7 +73,8 @@ function nameClash(dir: string, ref: ModelRef, name: string): string | null {
  */
 function nameFor(dir: string, ref: ModelRef, plan: HubPlan, wanted: string | undefined): string {
   const derived = modelNameOf(plan.files[0]!.path);
-  const candidates = wanted !== undefined ? [wanted.toLowerCase()] : ref.kind === 'hf' ? [derived, `${ref.repo.split('/')[0]!.toLowerCase()}-${derived}`] : [derived];
+  const candidates =
+    wanted !== undefined ? [wanted.toLowerCase()] : ref.kind === 'hf' ? [derived, `${ref.repo.split('/')[0]!.toLowerCase()}-${derived}`] : [derived];
   const clashes = candidates.map((name) => nameClash(dir, ref, name));
   const free = candidates.findIndex((_, i) => clashes[i] === null);
   if (free >= 0) return candidates[free]!;
@@ -90,8 +92,23 @@ async function fetchFiles(dir: string, name: string, plan: HubPlan, opts: PullOp
     }
     // HF_TOKEN goes to the hub (HF_ENDPOINT) only, never to another URL's host.
     const headers = new URL(f.url).origin === new URL(hubEndpoint(env)).origin ? authHeaders(env) : {};
-    const got = await downloadFile({ url: f.url, target, sha256: f.sha256, bytes: f.bytes, headers, progress: opts.progress, retries: opts.retries, retryDelayMs: opts.retryDelayMs });
-    out.push({ file: path.basename(target), url: f.url, bytes: got.bytes, sha256: got.sha256, checked: checked ?? (got.checked === 'stated' ? 'pinned' : got.checked) });
+    const got = await downloadFile({
+      url: f.url,
+      target,
+      sha256: f.sha256,
+      bytes: f.bytes,
+      headers,
+      progress: opts.progress,
+      retries: opts.retries,
+      retryDelayMs: opts.retryDelayMs,
+    });
+    out.push({
+      file: path.basename(target),
+      url: f.url,
+      bytes: got.bytes,
+      sha256: got.sha256,
+      checked: checked ?? (got.checked === 'stated' ? 'pinned' : got.checked),
+    });
   }
   return out;
 }
@@ -112,7 +129,14 @@ export async function pullModel(ref: ModelRef, opts: PullOptions): Promise<{ rec
       if (done && done.name === name) return { record: done, path: modelPathOf(dir, done) };
       fs.mkdirSync(modelFolder(dir, name), { recursive: true });
       const files = await fetchFiles(dir, name, plan, opts, env);
-      const record: ModelRecord = { name, source: formatRef(ref), repo: plan.repo || null, revision: plan.revision || null, files, pulledAt: new Date().toISOString() };
+      const record: ModelRecord = {
+        name,
+        source: formatRef(ref),
+        repo: plan.repo || null,
+        revision: plan.revision || null,
+        files,
+        pulledAt: new Date().toISOString(),
+      };
       writeRecord(dir, record);
       return { record, path: modelPathOf(dir, record) };
     },

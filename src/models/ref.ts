@@ -3,9 +3,7 @@
 // `hf:ORG/REPO/FILE.gguf` (that file), and a plain `https://` (or `http://`) URL of a GGUF.
 // A split GGUF (`NAME-00001-of-00003.gguf`) is one model: its parts travel together.
 
-export type ModelRef =
-  | { kind: 'hf'; repo: string; quant: string | null; file: string | null }
-  | { kind: 'url'; url: string };
+export type ModelRef = { kind: 'hf'; repo: string; quant: string | null; file: string | null } | { kind: 'url'; url: string };
 
 export class ModelRefError extends Error {
   override readonly name = 'ModelRefError';

@@ -8,7 +8,8 @@ import type { CalibrationRecord, CalibrationStore } from './types.js';
 export function createCalibrationStore(env: StoreEnv): CalibrationStore {
   const { calibrations } = env.dbs;
   /** The newest entry under [sha, layout, n]: its key carries n. */
-  const newest = (sha: string, layout: string) => [...calibrations.getRange({ start: [sha, layout, Infinity], end: [sha, layout, 0], reverse: true, limit: 1 })][0];
+  const newest = (sha: string, layout: string) =>
+    [...calibrations.getRange({ start: [sha, layout, Infinity], end: [sha, layout, 0], reverse: true, limit: 1 })][0];
   return {
     async add<T extends CalibrationRecord>(record: Omit<T, 'version'>) {
       const stored = env.root.transactionSync(() => {

@@ -74,7 +74,12 @@ function mintVerificationToken(): string {
 }
 
 /** A new token and the record every backend keeps of it (under the token's hash, never the token). */
-export function newVerificationToken(user: Pick<UserRecord, 'id' | 'email'>, purpose: string, ttlSeconds: number, now = Date.now()): { token: string; record: VerificationTokenRecord } {
+export function newVerificationToken(
+  user: Pick<UserRecord, 'id' | 'email'>,
+  purpose: string,
+  ttlSeconds: number,
+  now = Date.now(),
+): { token: string; record: VerificationTokenRecord } {
   return {
     token: mintVerificationToken(),
     record: {

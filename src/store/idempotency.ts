@@ -18,10 +18,7 @@ export interface IdempotencyStoreInternal extends IdempotencyStore {
   purgeBefore(cutoffMs: number, limit: number): number;
 }
 
-export function createIdempotencyStore(
-  env: StoreEnv,
-  opts: { ttlSeconds: number; max: number },
-): IdempotencyStoreInternal {
+export function createIdempotencyStore(env: StoreEnv, opts: { ttlSeconds: number; max: number }): IdempotencyStoreInternal {
   const { idempotency, idempotency_order, meta } = env.dbs;
   const ttlMs = opts.ttlSeconds * 1000;
 

@@ -73,5 +73,13 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
   };
 }
 
-export { normaliseEmail, looksLikeApiKey, KEY_PREFIX, DEFAULT_MAX_KEYS_PER_USER, IDEMPOTENCY_DEFAULTS, KeyLimitError, StoreUnavailableError } from './common.js';
+export {
+  normaliseEmail,
+  looksLikeApiKey,
+  KEY_PREFIX,
+  DEFAULT_MAX_KEYS_PER_USER,
+  IDEMPOTENCY_DEFAULTS,
+  KeyLimitError,
+  StoreUnavailableError,
+} from './common.js';
 export type * from './types.js';

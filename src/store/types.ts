@@ -44,10 +44,7 @@ export interface KeyStore {
   revoke(id: string, email: string | null): Promise<ApiKeyRecord | null>;
 }
 
-export type IdempotencyLookup =
-  | { status: 'miss' }
-  | { status: 'hit'; response: Buffer; responseStatus: number }
-  | { status: 'conflict' };
+export type IdempotencyLookup = { status: 'miss' } | { status: 'hit'; response: Buffer; responseStatus: number } | { status: 'conflict' };
 
 export interface IdempotencyStore {
   /** bodyHash is the sha256 of the canonical JSON body. Entries are scoped per API key. */
@@ -172,9 +169,7 @@ export interface VerificationTokenRecord {
   used_at: string | null;
 }
 
-export type VerificationUseResult =
-  | { status: 'ok'; record: VerificationTokenRecord }
-  | { status: 'not_found' | 'used' | 'expired' };
+export type VerificationUseResult = { status: 'ok'; record: VerificationTokenRecord } | { status: 'not_found' | 'used' | 'expired' };
 
 export interface VerificationTokenStore {
   issue(user: UserRecord, purpose: string, ttlSeconds: number): Promise<{ token: string; record: VerificationTokenRecord }>;

@@ -37,10 +37,14 @@ t.test('a valid JSON asset and a valid form part pass, each with its detected fo
     assets: { [REF]: { type: 'image', format: 'jpg', data_base64: PNG.toString('base64') }, photo2: { part: 'asset-0' } },
   };
   const images = validateAssets(body, new Map([part('asset-0', JPEG)]));
-  t.same(images, [
-    { name: REF, format: 'png', bytes: PNG.length },
-    { name: 'photo2', format: 'jpeg', bytes: JPEG.length },
-  ], 'the declared format is only a hint');
+  t.same(
+    images,
+    [
+      { name: REF, format: 'png', bytes: PNG.length },
+      { name: 'photo2', format: 'jpeg', bytes: JPEG.length },
+    ],
+    'the declared format is only a hint',
+  );
 });
 
 t.test('every broken asset is reported at its own loc, all at once', async (t) => {
@@ -58,7 +62,11 @@ t.test('every broken asset is reported at its own loc, all at once', async (t) =
     },
   };
   const found = problems(body, [part('asset-0', PNG)]);
-  const at = (loc: (string | number)[]): string => found.filter((p) => JSON.stringify(p.loc) === JSON.stringify(loc)).map((p) => p.msg).join(' | ');
+  const at = (loc: (string | number)[]): string =>
+    found
+      .filter((p) => JSON.stringify(p.loc) === JSON.stringify(loc))
+      .map((p) => p.msg)
+      .join(' | ');
   t.match(at(['body', 'assets', 'a', 'data_base64']), /not valid base64/);
   t.match(at(['body', 'assets', 'b', 'format']), /format is required with data_base64/);
   t.match(at(['body', 'assets', 'c']), /not a PNG or JPEG/);
@@ -77,9 +85,15 @@ t.test('placeholders are found in instructions and criteria too, and a part belo
     assets: { p1: { part: 'asset-0' }, p2: { part: 'asset-0' } },
   };
   const found = problems(body, [part('asset-0', PNG)]);
-  t.ok(found.some((p) => p.loc.join('.') === 'body.questions.q.criteria.cat' && /<image:/.test(p.msg)), 'a placeholder in a criterion without its asset');
+  t.ok(
+    found.some((p) => p.loc.join('.') === 'body.questions.q.criteria.cat' && /<image:/.test(p.msg)),
+    'a placeholder in a criterion without its asset',
+  );
   t.ok(found.some((p) => p.loc.join('.') === 'body.assets.p2.part' && /already used by asset "p1"/.test(p.msg)));
-  t.notOk(found.some((p) => p.loc.join('.') === 'body.assets.p1'), 'p1 is referenced inside an instructions array');
+  t.notOk(
+    found.some((p) => p.loc.join('.') === 'body.assets.p1'),
+    'p1 is referenced inside an instructions array',
+  );
 });
 
 t.test('a part on a JSON request, and the size limit', async (t) => {
@@ -94,7 +108,13 @@ t.test('the refusal names every image; it says how to opt in, or that the model 
   const images = [{ name: 'photo', format: 'png' as const, bytes: 10 }];
   t.same(refuseImages([], null, true, 'H'), [], 'no images, no refusal');
   const without = refuseImages(images, ['body', 'state', 1], false, 'Arbitra-Danger-Zone-Images');
-  t.same(without.map((d) => d.loc), [['body', 'assets', 'photo'], ['body', 'state', 1]]);
+  t.same(
+    without.map((d) => d.loc),
+    [
+      ['body', 'assets', 'photo'],
+      ['body', 'state', 1],
+    ],
+  );
   t.match(without[0]!.msg, /send the header Arbitra-Danger-Zone-Images: true/);
   const optedIn = refuseImages(images, null, true, 'Arbitra-Danger-Zone-Images');
   t.match(optedIn[0]!.msg, /asset "photo" is an image.*cannot read images/);

@@ -48,12 +48,18 @@ t.test('findJsonFault finds lone surrogates in strings and member names', async 
 });
 
 t.test('parseJson answers each with json_invalid', async (t) => {
-  t.same(refusal(Buffer.from([0x22, 0xff, 0x22])), { type: 'json_invalid', loc: ['body'], msg: 'JSON decode error', input: {}, ctx: { error: 'the body is not valid UTF-8' } });
+  t.same(refusal(Buffer.from([0x22, 0xff, 0x22])), {
+    type: 'json_invalid',
+    loc: ['body'],
+    msg: 'JSON decode error',
+    input: {},
+    ctx: { error: 'the body is not valid UTF-8' },
+  });
   t.same(refusal('{"a":["\\ud800"]}').loc, ['body', 'a', 0]);
   t.same(refusal('{"\\udfff":1}').loc, ['body']);
   t.match(refusal(JSON.stringify({ s: arrays(MAX_JSON_DEPTH) })), { type: 'json_invalid', ctx: { error: TOO_DEEP } });
   t.same(parseJson(Buffer.from(JSON.stringify({ s: arrays(MAX_JSON_DEPTH - 1) }))), { s: arrays(MAX_JSON_DEPTH - 1) });
   // Malformed and deep: the scanner that locates the fault stops at the same depth.
   t.same(refusal('['.repeat(200_000)).loc, ['body', MAX_JSON_DEPTH]);
-  t.same(refusal('['.repeat(10) + '}').ctx, { error: "Expecting value" }, 'a fault above the limit is reported as before');
+  t.same(refusal('['.repeat(10) + '}').ctx, { error: 'Expecting value' }, 'a fault above the limit is reported as before');
 });

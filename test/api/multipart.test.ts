@@ -18,7 +18,7 @@ function form(parts: { name: string; type?: string; filename?: string; data: Buf
   return Buffer.concat(chunks);
 }
 
-t.test('reads the client\'s form: JSON part first, binary parts byte for byte', async (t) => {
+t.test("reads the client's form: JSON part first, binary parts byte for byte", async (t) => {
   const parts = parseMultipart(
     form([
       { name: 'request', type: 'application/json', data: '{"state":"x"}' },
@@ -26,7 +26,10 @@ t.test('reads the client\'s form: JSON part first, binary parts byte for byte', 
     ]),
     TYPE,
   );
-  t.same(parts.map((p) => p.name), ['request', 'asset-0']);
+  t.same(
+    parts.map((p) => p.name),
+    ['request', 'asset-0'],
+  );
   t.equal(parts[0]!.data.toString(), '{"state":"x"}');
   t.equal(parts[0]!.contentType, 'application/json');
   t.ok(parts[1]!.data.equals(png), 'CRLF and "--" inside binary data survive');
@@ -57,7 +60,14 @@ t.test('broken forms are MultipartErrors that say what is wrong', async (t) => {
     ['truncated', good.subarray(0, good.length - 12), /truncated/],
     ['no name', Buffer.from(`--${B}\r\nContent-Disposition: form-data\r\n\r\nx\r\n--${B}--\r\n`), /no name/],
     ['not form-data', Buffer.from(`--${B}\r\nContent-Disposition: attachment; name="a"\r\n\r\nx\r\n--${B}--\r\n`), /form-data/],
-    ['duplicate names', form([{ name: 'a', data: '1' }, { name: 'a', data: '2' }]), /more than one part is named "a"/],
+    [
+      'duplicate names',
+      form([
+        { name: 'a', data: '1' },
+        { name: 'a', data: '2' },
+      ]),
+      /more than one part is named "a"/,
+    ],
     ['no parts', Buffer.from(`--${B}--\r\n`), /no parts/],
     ['headers never end', Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="a"\r\n${'X-Pad: y\r\n'.repeat(1000)}`), /end of headers/],
   ];

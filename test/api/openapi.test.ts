@@ -18,7 +18,17 @@ const loading: EngineService = {
   scoreText: () => Promise.reject(new EngineError('unavailable', 'loading')),
 };
 const config = loadConfig(['--data-dir', dir, '--port', '0'], {});
-const routes = apiRoutes(createAppDeps(config, { engine: loading, engines: () => [{ engine: 0, device: null, status: 'loading' }], store, workers: 1, httpImplementation: () => 'node', metricsText: localMetricsText, log: () => {} }));
+const routes = apiRoutes(
+  createAppDeps(config, {
+    engine: loading,
+    engines: () => [{ engine: 0, device: null, status: 'loading' }],
+    store,
+    workers: 1,
+    httpImplementation: () => 'node',
+    metricsText: localMetricsText,
+    log: () => {},
+  }),
+);
 const doc = generateOpenApi(routes) as any;
 const op = (method: string, path: string) => doc.paths[path][method];
 const statuses = (method: string, path: string) => Object.keys(op(method, path).responses).map(Number);
@@ -34,13 +44,21 @@ t.test('statuses the routes declare', async (t) => {
   t.match(op('post', '/v1/systemone').responses['504']?.description, /deadline_exceeded/, 'systemone 504 deadline_exceeded');
   t.match(op('post', '/v1/console/api-keys').responses['409']?.description, /conflict/, 'a key past the per-user limit is a 409');
   t.ok(statuses('get', '/v1/models').includes(503), 'models ask the engine');
-  for (const [method, path] of [['delete', '/v1/retention/{request_id}'], ['get', '/v1/console/api-keys'], ['post', '/v1/waitlist']] as const) {
+  for (const [method, path] of [
+    ['delete', '/v1/retention/{request_id}'],
+    ['get', '/v1/console/api-keys'],
+    ['post', '/v1/waitlist'],
+  ] as const) {
     t.ok(statuses(method, path).includes(503), `${path}: 503 when the store is unreachable`);
   }
   t.same(Object.keys(op('get', '/metrics').responses['200'].content), ['text/plain'], '/metrics is Prometheus text, not JSON');
   t.equal(op('post', '/v1/systemone').requestBody.required, true, 'a decision needs its body');
   t.equal(op('post', '/v1/console/users/sync').requestBody.required, false, 'a body with no required member may be left out');
-  t.match(op('post', '/v1/systemone').description, /at most 100 questions and at most 800 scored branches.*after 600 s/, 'the per-request caps and deadline are stated');
+  t.match(
+    op('post', '/v1/systemone').description,
+    /at most 100 questions and at most 800 scored branches.*after 600 s/,
+    'the per-request caps and deadline are stated',
+  );
 });
 
 t.test('statuses the generator adds', async (t) => {
@@ -61,6 +79,10 @@ t.test('statuses the generator adds', async (t) => {
     t.ok(got.includes(413) && got.includes(500), `${route.method} ${route.path}: 413 and 500`);
     if (route.method === 'GET') t.notOk(got.includes(415), `${route.method} ${route.path}: no body, no 415`);
     const known = new Set<number>([200, 422, ...Object.values(ERROR_CODES)]);
-    t.same(got.filter((s) => !known.has(s)), [], `${route.method} ${route.path}: only statuses the service has`);
+    t.same(
+      got.filter((s) => !known.has(s)),
+      [],
+      `${route.method} ${route.path}: only statuses the service has`,
+    );
   }
 });

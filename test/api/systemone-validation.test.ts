@@ -16,14 +16,22 @@ const ok = (questions: unknown, extra: Record<string, unknown> = {}) => validate
 
 t.test('a question without type is a noul; yes_no is a noul', async (t) => {
   const r = ok({ a: { instructions: 'Is it?' }, b: { type: 'yes_no', instructions: 'Really?', criteria: { true: 'yes it is', false: null } } });
-  t.same(r.questions.map((q) => q.kind), ['noul', 'noul']);
+  t.same(
+    r.questions.map((q) => q.kind),
+    ['noul', 'noul'],
+  );
   t.same(r.questions[1], { kind: 'noul', name: 'b', instructions: 'Really?', yes: 'yes it is', no: null });
 });
 
 t.test('options default as the spec says', async (t) => {
   t.same(ok({ a: {} }).options, { debias: 'off', debias_passes: 4, return_raw_probabilities: false, retain: false });
   t.same(ok({ a: {} }, { options: null }).options.debias_passes, 4);
-  t.same(ok({ a: {} }, { options: { debias: 'permute', debias_passes: 8 } }).options, { debias: 'permute', debias_passes: 8, return_raw_probabilities: false, retain: false });
+  t.same(ok({ a: {} }, { options: { debias: 'permute', debias_passes: 8 } }).options, {
+    debias: 'permute',
+    debias_passes: 8,
+    return_raw_probabilities: false,
+    retain: false,
+  });
 });
 
 t.test('state: text as is, objects and arrays as compact JSON', async (t) => {
@@ -34,7 +42,15 @@ t.test('state: text as is, objects and arrays as compact JSON', async (t) => {
 
 t.test('choice criteria forms', async (t) => {
   const map = ok({ c: { type: 'choice', instructions: { ask: 'which' }, criteria: { billing: 'money', tech: null } } }).questions[0];
-  t.same(map, { kind: 'choice', name: 'c', instructions: '{"ask":"which"}', options: [{ label: 'billing', description: 'money' }, { label: 'tech', description: null }] });
+  t.same(map, {
+    kind: 'choice',
+    name: 'c',
+    instructions: '{"ask":"which"}',
+    options: [
+      { label: 'billing', description: 'money' },
+      { label: 'tech', description: null },
+    ],
+  });
   const list = ok({ c: { type: 'choice', criteria: ['x', 'y', 'z'] } }).questions[0];
   t.same(list?.kind === 'choice' && list.options.map((o) => o.label), ['x', 'y', 'z']);
   const commas = ok({ c: { type: 'choice', criteria: 'red, green ,blue' } }).questions[0];
@@ -67,20 +83,68 @@ const cases: [string, unknown, { type: string; loc: (string | number)[]; msg?: R
   ['missing questions', { state: 's' }, [{ type: 'missing', loc: ['body', 'questions'] }]],
   ['empty questions', { state: 's', questions: {} }, [{ type: 'too_short', loc: ['body', 'questions'] }]],
   ['body not an object', [1, 2], [{ type: 'dict_type', loc: ['body'] }]],
-  ['unknown question type', { state: 's', questions: { q1: { type: 'maybe' } } }, [{ type: 'literal_error', loc: ['body', 'questions', 'q1', 'type'], msg: /'noul', 'yes_no', 'choice', 'score' or 'box'/ }]],
+  [
+    'unknown question type',
+    { state: 's', questions: { q1: { type: 'maybe' } } },
+    [{ type: 'literal_error', loc: ['body', 'questions', 'q1', 'type'], msg: /'noul', 'yes_no', 'choice', 'score' or 'box'/ }],
+  ],
   ['question not an object', { state: 's', questions: { q1: 'is it?' } }, [{ type: 'dict_type', loc: ['body', 'questions', 'q1'] }]],
-  ['choice with one label', { state: 's', questions: { c: { type: 'choice', criteria: { only: null } } } }, [{ type: 'too_short', loc: ['body', 'questions', 'c', 'criteria'], msg: /2 to 255 labels; got 1/ }]],
-  ['choice without criteria', { state: 's', questions: { c: { type: 'choice' } } }, [{ type: 'too_short', loc: ['body', 'questions', 'c', 'criteria'], msg: /got 0/ }]],
-  ['choice with 256 labels', { state: 's', questions: { c: { type: 'choice', criteria: Array.from({ length: 256 }, (_, i) => `l${i}`) } } }, [{ type: 'too_long', loc: ['body', 'questions', 'c', 'criteria'], msg: /got 256/ }]],
-  ['choice with duplicate labels', { state: 's', questions: { c: { type: 'choice', criteria: ['a', 'a'] } } }, [{ type: 'value_error', loc: ['body', 'questions', 'c', 'criteria'], msg: /distinct/ }]],
-  ['choice with an empty label', { state: 's', questions: { c: { type: 'choice', criteria: { '': null, b: null } } } }, [{ type: 'value_error', loc: ['body', 'questions', 'c', 'criteria'], msg: /empty/ }]],
-  ['score with 11 levels', { state: 's', questions: { s: { type: 'score', criteria: Array.from({ length: 11 }, (_, i) => `level ${i}`) } } }, [{ type: 'too_long', loc: ['body', 'questions', 's', 'criteria'], msg: /2 to 10 levels; got 11/ }]],
-  ['score with null criteria', { state: 's', questions: { s: { type: 'score', criteria: null } } }, [{ type: 'too_short', loc: ['body', 'questions', 's', 'criteria'] }]],
+  [
+    'choice with one label',
+    { state: 's', questions: { c: { type: 'choice', criteria: { only: null } } } },
+    [{ type: 'too_short', loc: ['body', 'questions', 'c', 'criteria'], msg: /2 to 255 labels; got 1/ }],
+  ],
+  [
+    'choice without criteria',
+    { state: 's', questions: { c: { type: 'choice' } } },
+    [{ type: 'too_short', loc: ['body', 'questions', 'c', 'criteria'], msg: /got 0/ }],
+  ],
+  [
+    'choice with 256 labels',
+    { state: 's', questions: { c: { type: 'choice', criteria: Array.from({ length: 256 }, (_, i) => `l${i}`) } } },
+    [{ type: 'too_long', loc: ['body', 'questions', 'c', 'criteria'], msg: /got 256/ }],
+  ],
+  [
+    'choice with duplicate labels',
+    { state: 's', questions: { c: { type: 'choice', criteria: ['a', 'a'] } } },
+    [{ type: 'value_error', loc: ['body', 'questions', 'c', 'criteria'], msg: /distinct/ }],
+  ],
+  [
+    'choice with an empty label',
+    { state: 's', questions: { c: { type: 'choice', criteria: { '': null, b: null } } } },
+    [{ type: 'value_error', loc: ['body', 'questions', 'c', 'criteria'], msg: /empty/ }],
+  ],
+  [
+    'score with 11 levels',
+    { state: 's', questions: { s: { type: 'score', criteria: Array.from({ length: 11 }, (_, i) => `level ${i}`) } } },
+    [{ type: 'too_long', loc: ['body', 'questions', 's', 'criteria'], msg: /2 to 10 levels; got 11/ }],
+  ],
+  [
+    'score with null criteria',
+    { state: 's', questions: { s: { type: 'score', criteria: null } } },
+    [{ type: 'too_short', loc: ['body', 'questions', 's', 'criteria'] }],
+  ],
   ['debias not allowed', { state: 's', questions: { a: {} }, options: { debias: 'shuffle' } }, [{ type: 'literal_error', loc: ['body', 'options', 'debias'] }]],
-  ['debias_passes too high', { state: 's', questions: { a: {} }, options: { debias_passes: 9 } }, [{ type: 'less_than_equal', loc: ['body', 'options', 'debias_passes'] }]],
-  ['debias_passes too low', { state: 's', questions: { a: {} }, options: { debias_passes: 1 } }, [{ type: 'greater_than_equal', loc: ['body', 'options', 'debias_passes'] }]],
-  ['debias_passes fractional', { state: 's', questions: { a: {} }, options: { debias_passes: 2.5 } }, [{ type: 'int_from_float', loc: ['body', 'options', 'debias_passes'] }]],
-  ['return_raw_probabilities not a boolean', { state: 's', questions: { a: {} }, options: { return_raw_probabilities: 'yes' } }, [{ type: 'bool_parsing', loc: ['body', 'options', 'return_raw_probabilities'] }]],
+  [
+    'debias_passes too high',
+    { state: 's', questions: { a: {} }, options: { debias_passes: 9 } },
+    [{ type: 'less_than_equal', loc: ['body', 'options', 'debias_passes'] }],
+  ],
+  [
+    'debias_passes too low',
+    { state: 's', questions: { a: {} }, options: { debias_passes: 1 } },
+    [{ type: 'greater_than_equal', loc: ['body', 'options', 'debias_passes'] }],
+  ],
+  [
+    'debias_passes fractional',
+    { state: 's', questions: { a: {} }, options: { debias_passes: 2.5 } },
+    [{ type: 'int_from_float', loc: ['body', 'options', 'debias_passes'] }],
+  ],
+  [
+    'return_raw_probabilities not a boolean',
+    { state: 's', questions: { a: {} }, options: { return_raw_probabilities: 'yes' } },
+    [{ type: 'bool_parsing', loc: ['body', 'options', 'return_raw_probabilities'] }],
+  ],
   ['model not a string', { model: 3, state: 's', questions: { a: {} } }, [{ type: 'string_type', loc: ['body', 'model'] }]],
   ['instructions a number', { state: 's', questions: { a: { instructions: 5 } } }, [{ type: 'string_type', loc: ['body', 'questions', 'a', 'instructions'] }]],
 ];
@@ -103,15 +167,20 @@ t.test('all errors at once, across the envelope and the questions', async (t) =>
     questions: { c: { type: 'choice', criteria: ['one'] }, s: { type: 'score', criteria: ['a'] }, x: { type: 'nope' } },
     options: { debias_passes: 20 },
   });
-  t.same(
-    detail.map((d) => d.loc.join('.')).sort(),
-    ['body.options.debias_passes', 'body.questions.c.criteria', 'body.questions.s.criteria', 'body.questions.x.type'],
-  );
+  t.same(detail.map((d) => d.loc.join('.')).sort(), [
+    'body.options.debias_passes',
+    'body.questions.c.criteria',
+    'body.questions.s.criteria',
+    'body.questions.x.type',
+  ]);
 });
 
 t.test('a question named __proto__ survives validation', async (t) => {
   const r = validateSystemOneRequest(JSON.parse('{"state":"s","questions":{"__proto__":{"instructions":"q?"}}}'));
-  t.same(r.questions.map((q) => q.name), ['__proto__']);
+  t.same(
+    r.questions.map((q) => q.name),
+    ['__proto__'],
+  );
 });
 
 t.test('a question name of any characters is checked like any other', async (t) => {
@@ -131,5 +200,9 @@ t.test('a question name of any characters is checked like any other', async (t) 
     [JSON.stringify(['body', 'questions', 'a\nb', 'criteria', 'lo\nw'])],
     'criteria labels with a line break too',
   );
-  t.same(fail({ state: 's', questions: {} }).map((d) => [d.type, d.loc]), [['too_short', ['body', 'questions']]], 'no questions at all');
+  t.same(
+    fail({ state: 's', questions: {} }).map((d) => [d.type, d.loc]),
+    [['too_short', ['body', 'questions']]],
+    'no questions at all',
+  );
 });

@@ -44,7 +44,12 @@ export function importsOf(root: string, files: string[]): Edge[] {
 /** The packages a file imports, by name (a scope and its name, or the bare name). */
 export function packagesOf(root: string, file: string): string[] {
   const text = fs.readFileSync(path.join(root, file), 'utf8');
-  return [...text.matchAll(PACKAGE)].map((m) => m[1]!.split('/').slice(0, m[1]!.startsWith('@') ? 2 : 1).join('/'));
+  return [...text.matchAll(PACKAGE)].map((m) =>
+    m[1]!
+      .split('/')
+      .slice(0, m[1]!.startsWith('@') ? 2 : 1)
+      .join('/'),
+  );
 }
 
 export interface Layer {

@@ -43,11 +43,18 @@ const show = (e: Edge): string => `${e.from} -> ${e.to}`;
 t.test('the graph is read: every file of src/ and the imports between them', async (t) => {
   t.ok(files.length > 100, `${files.length} files`);
   t.ok(edges.length > 300, `${edges.length} imports`);
-  t.ok(edges.some((e) => e.from === 'src/cli/main.ts' && e.to === 'src/cluster/primary.ts'), 'dynamic imports are read');
+  t.ok(
+    edges.some((e) => e.from === 'src/cli/main.ts' && e.to === 'src/cluster/primary.ts'),
+    'dynamic imports are read',
+  );
 });
 
 t.test('every file of src/ has its layer', async (t) => {
-  t.same(files.filter((f) => layerOf(f, LAYERS) < 0), [], 'none outside the table');
+  t.same(
+    files.filter((f) => layerOf(f, LAYERS) < 0),
+    [],
+    'none outside the table',
+  );
 });
 
 t.test('no import runs up the layers', async (t) => {
@@ -61,9 +68,16 @@ t.test('no circle: between files, or between the folders of src/', async (t) => 
 });
 
 t.test('state, sockets, metrics and threads each have one owner', async (t) => {
-  const strays = files.flatMap((f) => packagesOf(root, f).filter((p) => PACKAGE_OWNERS[p] && !f.startsWith(PACKAGE_OWNERS[p])).map((p) => `${f} imports ${p}`));
+  const strays = files.flatMap((f) =>
+    packagesOf(root, f)
+      .filter((p) => PACKAGE_OWNERS[p] && !f.startsWith(PACKAGE_OWNERS[p]))
+      .map((p) => `${f} imports ${p}`),
+  );
   t.same(strays, []);
-  t.ok(files.some((f) => packagesOf(root, f).includes('lmdb')), 'the package reader finds lmdb in the store');
+  t.ok(
+    files.some((f) => packagesOf(root, f).includes('lmdb')),
+    'the package reader finds lmdb in the store',
+  );
 });
 
 t.test('the native addon is loaded by the engine alone', async (t) => {
@@ -90,7 +104,14 @@ t.test('the check fails on the imports that ran against the layers before they w
     { from: 'src/http/uws-server.ts', to: 'src/http/server.ts' },
   ];
   t.same(circles(transports), [['src/http/node-server.ts', 'src/http/server.ts', 'src/http/uws-server.ts']], 'the transports and their chooser were a circle');
-  t.same(circles([{ from: 'src/a.ts', to: 'src/b.ts' }, { from: 'src/b.ts', to: 'src/c.ts' }]), [], 'a chain is no circle');
+  t.same(
+    circles([
+      { from: 'src/a.ts', to: 'src/b.ts' },
+      { from: 'src/b.ts', to: 'src/c.ts' },
+    ]),
+    [],
+    'a chain is no circle',
+  );
 });
 
 function fsText(file: string): string {

@@ -7,18 +7,32 @@ import t from 'tap';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const listing = execFileSync(process.execPath, ['scripts/test-fast.mjs', '--list'], { cwd: root, encoding: 'utf8' });
-const tier = new Map(listing.trim().split('\n').map((line) => [line.slice(6).split(' ')[0]!, line.slice(0, 4)]));
+const tier = new Map(
+  listing
+    .trim()
+    .split('\n')
+    .map((line) => [line.slice(6).split(' ')[0]!, line.slice(0, 4)]),
+);
 
 t.test('every test file is in one tier', async (t) => {
   t.ok(tier.size > 50, `${tier.size} files listed`);
-  t.same([...tier.values()].filter((v) => v !== 'fast' && v !== 'slow'), []);
+  t.same(
+    [...tier.values()].filter((v) => v !== 'fast' && v !== 'slow'),
+    [],
+  );
 });
 
 t.test('pure modules and LMDB stores are fast; models, servers, PostgreSQL and the browser are not', async (t) => {
   for (const file of ['test/engine/admission.test.ts', 'test/decision/readout.test.ts', 'test/store/store.test.ts', 'test/engine/native-scheduler.test.ts']) {
     t.equal(tier.get(file), 'fast', file);
   }
-  for (const file of ['test/cluster/heal.test.ts', 'test/engine/scoring.test.ts', 'test/store/postgres/keys.test.ts', 'test/console-web/console.test.ts', 'test/cli/cli.test.ts']) {
+  for (const file of [
+    'test/cluster/heal.test.ts',
+    'test/engine/scoring.test.ts',
+    'test/store/postgres/keys.test.ts',
+    'test/console-web/console.test.ts',
+    'test/cli/cli.test.ts',
+  ]) {
     t.equal(tier.get(file), 'slow', file);
   }
 });

@@ -39,7 +39,11 @@ t.test('reversing a case reverses every choice list and keeps each truth on its 
     for (const [i, spec] of specs(reversed).entries()) {
       const before = specs(c)[i]!;
       if (spec.kind !== 'choice' || before.kind !== 'choice') continue;
-      t.same(spec.options.map((o) => o.label), before.options.map((o) => o.label).reverse(), `${c.id} ${spec.name}`);
+      t.same(
+        spec.options.map((o) => o.label),
+        before.options.map((o) => o.label).reverse(),
+        `${c.id} ${spec.name}`,
+      );
       t.equal(spec.options[truthIndex(spec, c.truth[spec.name]!)]!.label, c.truth[spec.name]);
     }
   }

@@ -25,7 +25,11 @@ t.test('poolRounds of nothing is NaN, not a division by zero read as a rate', as
 
 t.test('turnOrder gives every server every place once per cycle of rounds', async (t) => {
   const orders = [0, 1, 2].map((r) => turnOrder(3, r));
-  t.same(orders, [[0, 1, 2], [1, 2, 0], [2, 0, 1]]);
+  t.same(orders, [
+    [0, 1, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+  ]);
   for (let place = 0; place < 3; place++) t.same(orders.map((o) => o[place]).sort(), [0, 1, 2]);
   t.same(turnOrder(3, 3), turnOrder(3, 0));
 });

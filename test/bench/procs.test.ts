@@ -20,9 +20,27 @@ t.test('the engine process is told apart from HTTP workers by its entry point', 
 
 t.test('memoryByProcess gives each pid a row: start, max and end in time order', async (t) => {
   const rows = memoryByProcess([
-    { atS: 0, samples: [{ pid: 10, role: 'engine', rssMb: 100 }, { pid: 1, role: 'primary', rssMb: 50 }] },
-    { atS: 2, samples: [{ pid: 10, role: 'engine', rssMb: 300 }, { pid: 1, role: 'primary', rssMb: 55 }] },
-    { atS: 4, samples: [{ pid: 11, role: 'engine', rssMb: 90 }, { pid: 1, role: 'primary', rssMb: 52 }] },
+    {
+      atS: 0,
+      samples: [
+        { pid: 10, role: 'engine', rssMb: 100 },
+        { pid: 1, role: 'primary', rssMb: 50 },
+      ],
+    },
+    {
+      atS: 2,
+      samples: [
+        { pid: 10, role: 'engine', rssMb: 300 },
+        { pid: 1, role: 'primary', rssMb: 55 },
+      ],
+    },
+    {
+      atS: 4,
+      samples: [
+        { pid: 11, role: 'engine', rssMb: 90 },
+        { pid: 1, role: 'primary', rssMb: 52 },
+      ],
+    },
   ]);
   t.same(
     rows.map((r) => [r.role, r.pid, r.firstSeenS, r.lastSeenS, r.rssMb.start, r.rssMb.max, r.rssMb.end]),
@@ -45,13 +63,20 @@ t.test('cpuTicks adds own and reaped children’s user and system time', async (
   t.equal(cpuTicks('42 (post gres) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 20 5 20 0 1 0'), 35);
 });
 
-t.test('treeCpuSeconds counts a child that burnt CPU and exited; findProcess finds this process', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
-  const hz = ticksPerSecond();
-  t.ok(hz > 0);
-  const before = treeCpuSeconds(process.pid, hz);
-  const r = spawnSync(process.execPath, ['-e', 'const end = Date.now() + 300; while (Date.now() < end);']);
-  t.equal(r.status, 0);
-  t.ok(treeCpuSeconds(process.pid, hz) - before >= 0.2, 'the reaped child’s CPU is counted');
-  t.equal(findProcess((argv) => argv.includes(`--marker-${process.pid}`)), null);
-  t.ok((findProcess((argv) => argv[0] === process.argv0 || argv[0] === process.execPath) ?? Infinity) <= process.pid);
-});
+t.test(
+  'treeCpuSeconds counts a child that burnt CPU and exited; findProcess finds this process',
+  { skip: process.platform !== 'linux' && 'reads /proc' },
+  async (t) => {
+    const hz = ticksPerSecond();
+    t.ok(hz > 0);
+    const before = treeCpuSeconds(process.pid, hz);
+    const r = spawnSync(process.execPath, ['-e', 'const end = Date.now() + 300; while (Date.now() < end);']);
+    t.equal(r.status, 0);
+    t.ok(treeCpuSeconds(process.pid, hz) - before >= 0.2, 'the reaped child’s CPU is counted');
+    t.equal(
+      findProcess((argv) => argv.includes(`--marker-${process.pid}`)),
+      null,
+    );
+    t.ok((findProcess((argv) => argv[0] === process.argv0 || argv[0] === process.execPath) ?? Infinity) <= process.pid);
+  },
+);

@@ -35,7 +35,26 @@ const oneLine = (t: Test, text: string, re: RegExp): void => {
 t.test('--help documents commands, flags and variables', async (t) => {
   const { code, stdout } = await run(['--help']);
   t.equal(code, 0);
-  for (const word of ['serve', 'calibrate', 'models list', 'models pull', 'ARBITRA_CALIBRATION', 'ARBITRA_SELF_TEST', 'keys create', 'keys list', 'keys revoke', '--host/ARBITRA_HOST', '--port/ARBITRA_PORT', '--data-dir/ARBITRA_DATA_DIR', '--model/ARBITRA_MODEL', '--workers/ARBITRA_WORKERS', 'ARBITRA_CONSOLE_TOKEN', 'ARBITRA_MAX_BODY_BYTES', 'ARBITRA_MODEL_ALIASES', '--gpu-layers']) {
+  for (const word of [
+    'serve',
+    'calibrate',
+    'models list',
+    'models pull',
+    'ARBITRA_CALIBRATION',
+    'ARBITRA_SELF_TEST',
+    'keys create',
+    'keys list',
+    'keys revoke',
+    '--host/ARBITRA_HOST',
+    '--port/ARBITRA_PORT',
+    '--data-dir/ARBITRA_DATA_DIR',
+    '--model/ARBITRA_MODEL',
+    '--workers/ARBITRA_WORKERS',
+    'ARBITRA_CONSOLE_TOKEN',
+    'ARBITRA_MAX_BODY_BYTES',
+    'ARBITRA_MODEL_ALIASES',
+    '--gpu-layers',
+  ]) {
     t.match(stdout, word);
   }
   const bare = await run([]);
@@ -58,7 +77,11 @@ t.test('usage and configuration errors are one line and exit 2', async (t) => {
     [['keys', 'create', '--email', 'not-an-email'], {}, /not a valid email/],
     [['keys', 'rotate'], {}, /unknown keys command "rotate"/],
     [['keys', 'revoke'], {}, /keys revoke needs a key ID/],
-    [['models', 'pull'], {}, /models pull needs hf:ORG\/REPO\[:QUANT\], hf:ORG\/REPO\/FILE\.gguf, a URL, or a catalogue name: qwen2\.5-coder-1\.5b-instruct-q4_k_m, gemma-3-270m-q4_k_m, smollm2-135m-instruct-q4_1/],
+    [
+      ['models', 'pull'],
+      {},
+      /models pull needs hf:ORG\/REPO\[:QUANT\], hf:ORG\/REPO\/FILE\.gguf, a URL, or a catalogue name: qwen2\.5-coder-1\.5b-instruct-q4_k_m, gemma-3-270m-q4_k_m, smollm2-135m-instruct-q4_1/,
+    ],
     [['models', 'pull', 'llama-70b'], {}, /no catalogue model named "llama-70b"/],
     [['models', 'rm'], {}, /models rm needs the name of a model/],
     [['models', 'remove'], {}, /unknown models command "remove"; use list, pull or rm/],
@@ -158,52 +181,61 @@ t.test('serve --model: a name outside the catalogue is a path, which must exist'
 
 const modelFile = DEFAULT_MODEL_FILE;
 for (const workers of ['0', '2']) {
-  t.test(`serve --workers ${workers}: start-up line, health, clean SIGTERM`, { skip: !fs.existsSync(modelFile) && 'the default model is not downloaded' }, async (t) => {
-    const dir = path.join(t.testdir(), 'data');
-    const child = spawn(process.execPath, [main, 'serve', '--workers', workers, '--port', '0', '--data-dir', dir, '--ctx-size', '2048'], {
-      env: { ...process.env, ARBITRA_PORT: '', ARBITRA_WORKERS: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    const line = await new Promise<string>((resolve, reject) => {
-      child.stderr.on('data', (c) => {
-        stderr += c;
-        const m = /^arbitra listening on .*$/m.exec(stderr);
-        if (m) resolve(m[0]);
+  t.test(
+    `serve --workers ${workers}: start-up line, health, clean SIGTERM`,
+    { skip: !fs.existsSync(modelFile) && 'the default model is not downloaded' },
+    async (t) => {
+      const dir = path.join(t.testdir(), 'data');
+      const child = spawn(process.execPath, [main, 'serve', '--workers', workers, '--port', '0', '--data-dir', dir, '--ctx-size', '2048'], {
+        env: { ...process.env, ARBITRA_PORT: '', ARBITRA_WORKERS: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
-      child.on('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
-    });
-    const expectWorkers = workers === '0' ? 'single process' : `${workers} workers`;
-    t.match(line, new RegExp(`^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model ${DEFAULT_MODEL.name.replaceAll('.', '\\.')}, backend (cpu|cuda), ${expectWorkers}, http uws\\)$`));
-    const base = /http:\/\/\S+/.exec(line)![0];
-    const pids = new Set<number>();
-    for (let i = 0; i < 20; i++) {
-      const res = await fetch(`${base}/health`, { headers: { connection: 'close' } });
-      t.equal(res.status, 200);
-      const body = (await res.json());
-      t.match(body, { status: 'ok', workers: Number(workers), http: 'uws', model: { loaded: true } });
-      pids.add(body.pid);
-    }
-    if (workers === '2') {
-      t.equal(pids.size, 2, 'both workers answer on the one port');
-      const metrics = await (await fetch(`${base}/metrics`)).text();
-      const m = /arbitra_http_requests_total\{route="\/health",method="GET",status="200"\} (\d+)/.exec(metrics);
-      t.equal(Number(m?.[1]), 20, 'the count covers every worker');
-    }
-    // The default model passes the load-time self-test, which runs once it serves.
-    const selfTest = await new Promise<string>((resolve) => {
-      const check = () => {
-        const m = /^(self-test: .*|warning: .*self-test.*)$/m.exec(stderr);
-        if (m) resolve(m[0]);
-      };
-      check();
-      child.stderr.on('data', check);
-    });
-    t.match(selfTest, new RegExp(`^self-test: ${DEFAULT_MODEL.name.replaceAll('.', '\\.')} answered 5/5 obvious decisions right$`));
-    const code = await new Promise<number | null>((resolve) => {
-      child.on('exit', (c) => resolve(c));
-      child.kill('SIGTERM');
-    });
-    t.equal(code, 0, 'SIGTERM ends it cleanly');
-  });
+      let stderr = '';
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stderr.on('data', (c) => {
+          stderr += c;
+          const m = /^arbitra listening on .*$/m.exec(stderr);
+          if (m) resolve(m[0]);
+        });
+        child.on('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+      });
+      const expectWorkers = workers === '0' ? 'single process' : `${workers} workers`;
+      t.match(
+        line,
+        new RegExp(
+          `^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model ${DEFAULT_MODEL.name.replaceAll('.', '\\.')}, backend (cpu|cuda), ${expectWorkers}, http uws\\)$`,
+        ),
+      );
+      const base = /http:\/\/\S+/.exec(line)![0];
+      const pids = new Set<number>();
+      for (let i = 0; i < 20; i++) {
+        const res = await fetch(`${base}/health`, { headers: { connection: 'close' } });
+        t.equal(res.status, 200);
+        const body = await res.json();
+        t.match(body, { status: 'ok', workers: Number(workers), http: 'uws', model: { loaded: true } });
+        pids.add(body.pid);
+      }
+      if (workers === '2') {
+        t.equal(pids.size, 2, 'both workers answer on the one port');
+        const metrics = await (await fetch(`${base}/metrics`)).text();
+        const m = /arbitra_http_requests_total\{route="\/health",method="GET",status="200"\} (\d+)/.exec(metrics);
+        t.equal(Number(m?.[1]), 20, 'the count covers every worker');
+      }
+      // The default model passes the load-time self-test, which runs once it serves.
+      const selfTest = await new Promise<string>((resolve) => {
+        const check = () => {
+          const m = /^(self-test: .*|warning: .*self-test.*)$/m.exec(stderr);
+          if (m) resolve(m[0]);
+        };
+        check();
+        child.stderr.on('data', check);
+      });
+      t.match(selfTest, new RegExp(`^self-test: ${DEFAULT_MODEL.name.replaceAll('.', '\\.')} answered 5/5 obvious decisions right$`));
+      const code = await new Promise<number | null>((resolve) => {
+        child.on('exit', (c) => resolve(c));
+        child.kill('SIGTERM');
+      });
+      t.equal(code, 0, 'SIGTERM ends it cleanly');
+    },
+  );
 }

@@ -49,11 +49,18 @@ if (cannotRun) {
     t.comment(`heal window ${(healWithinMs / 1000).toFixed(1)} s (the server's cold start took ${(coldStartMs / 1000).toFixed(1)} s)`);
     for (const [i, k] of report.kills.entries()) {
       t.ok(k.pids.length > 0, `kill ${i + 1} (${k.target}) found its victims`);
-      t.ok(k.healedMs !== null, `kill ${i + 1} (${k.target}): a new state of the load key was decided ${k.healedMs === null ? 'never' : `after ${(k.healedMs / 1000).toFixed(1)} s`}`);
+      t.ok(
+        k.healedMs !== null,
+        `kill ${i + 1} (${k.target}): a new state of the load key was decided ${k.healedMs === null ? 'never' : `after ${(k.healedMs / 1000).toFixed(1)} s`}`,
+      );
     }
     t.same(report.silent, [], 'no request went unanswered');
     const odd = report.requests.filter((r) => !ANSWERS.has(r.outcome) && !LOST.has(r.outcome) && !isSilence(r));
-    t.same(odd.map((r) => `${r.kind} ${r.outcome}: ${r.detail}`), [], 'nothing but 200, 429, 503 and 504, or a connection the killed worker held');
+    t.same(
+      odd.map((r) => `${r.kind} ${r.outcome}: ${r.detail}`),
+      [],
+      'nothing but 200, 429, 503 and 504, or a connection the killed worker held',
+    );
     const lost = report.requests.filter((r) => LOST.has(r.outcome)).length;
     const workerKills = report.kills.filter((k) => k.target !== 'engine').length;
     t.ok(lost <= workerKills * 6, `connections were lost only with a killed worker (${lost} over ${workerKills} worker kills)`);

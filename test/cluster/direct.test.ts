@@ -81,8 +81,15 @@ if (cannotRun) {
     }
     const refused = replies.filter((r) => r.status === 503);
     t.ok(refused.length > 0, "the new worker's decisions were refused");
-    t.ok(refused.every((r) => Number(r.headers.get('retry-after')) > 0), 'with Retry-After');
-    t.same(replies.filter((r) => r.status !== 200 && r.status !== 503).map((r) => r.status), [], 'every decision was answered, 200 or 503');
+    t.ok(
+      refused.every((r) => Number(r.headers.get('retry-after')) > 0),
+      'with Retry-After',
+    );
+    t.same(
+      replies.filter((r) => r.status !== 200 && r.status !== 503).map((r) => r.status),
+      [],
+      'every decision was answered, 200 or 503',
+    );
     // Said once the primary still calls the engine ready a few seconds later: it did not just die.
     const said = /engine 0 at \S+ cannot be reached from this worker/;
     for (const end = Date.now() + 15_000; !said.test(server.log()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 250));

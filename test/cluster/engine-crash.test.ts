@@ -53,7 +53,11 @@ if (cannotRun) {
     t.match(unavailable?.json?.detail?.message, /engine|model/, 'the message says what is wrong');
     t.ok(Number(unavailable?.headers.get('retry-after')) >= 1, 'Retry-After is set');
     t.ok(Number(unavailable?.headers.get('retry-after-ms')) >= 1, 'retry-after-ms is set');
-    t.same([...statuses].filter((s) => s !== 200 && s !== 503), [], 'nothing but 200 and 503 (no 500, no hang)');
+    t.same(
+      [...statuses].filter((s) => s !== 200 && s !== 503),
+      [],
+      'nothing but 200 and 503 (no 500, no hang)',
+    );
     t.ok(recovered, 'decisions work again once the engine is back');
     const newPid = enginePid(server.pid);
     t.ok(newPid && newPid !== pid, 'a new engine process replaced the killed one');
@@ -89,7 +93,12 @@ if (cannotRun) {
     let delays: string[] = [];
     for (const end = Date.now() + 30_000; delays.length < 3 && Date.now() < end; ) {
       await new Promise((resolve) => setTimeout(resolve, 200));
-      delays = [...server.log().slice(logged).matchAll(/engine 0 process exited \([^)]*\); restarting in (\d+) ms/g)].map((m) => m[1]!);
+      delays = [
+        ...server
+          .log()
+          .slice(logged)
+          .matchAll(/engine 0 process exited \([^)]*\); restarting in (\d+) ms/g),
+      ].map((m) => m[1]!);
     }
     t.same(delays.slice(0, 3), ['500', '1000', '2000'], 'restarts back off while the engine cannot load');
     const health = await server.call('/health');

@@ -38,7 +38,14 @@ if (cannotRun) {
     workers: 2,
     // Two model copies on two cores: one thread each, and small caches. No self-test: it scores on
     // engine 0 in the background, which the per-engine counts below would take for placement.
-    env: { ARBITRA_GPUS: '0,1', ARBITRA_THREADS: '1', ARBITRA_CTX_SIZE: '1024', ARBITRA_MAX_SEQUENCES: '8', ARBITRA_LONG_CTX_SIZE: '0', ARBITRA_SELF_TEST: 'off' },
+    env: {
+      ARBITRA_GPUS: '0,1',
+      ARBITRA_THREADS: '1',
+      ARBITRA_CTX_SIZE: '1024',
+      ARBITRA_MAX_SEQUENCES: '8',
+      ARBITRA_LONG_CTX_SIZE: '0',
+      ARBITRA_SELF_TEST: 'off',
+    },
   });
   t.teardown(() => server.stop());
   const { secret } = await server.createKey('gpus@example.com');
@@ -63,7 +70,10 @@ if (cannotRun) {
   t.test('different states spread over both engines', async (t) => {
     const before = await branchesByEngine(server);
     const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => decide(`Ticket ${i}: the parcel with order ${1000 + i * 37} arrived broken.`)));
-    t.same(replies.map((r) => r.status), Array(12).fill(200));
+    t.same(
+      replies.map((r) => r.status),
+      Array(12).fill(200),
+    );
     const after = await branchesByEngine(server);
     t.ok(after[0] > before[0] && after[1] > before[1], `both engines scored (${after[0] - before[0]} and ${after[1] - before[1]} branches)`);
   });
@@ -76,7 +86,10 @@ if (cannotRun) {
     const before = await branchesByEngine(server);
     const replies = [];
     for (let i = 0; i < 4; i++) replies.push(await decide(STATE));
-    t.same(replies.map((r) => r.status), [200, 200, 200, 200]);
+    t.same(
+      replies.map((r) => r.status),
+      [200, 200, 200, 200],
+    );
     const after = await branchesByEngine(server);
     const grew = [0, 1].filter((e) => after[e]! > before[e]!);
     t.equal(grew.length, 1, `one engine took all four (branches ${before.join(', ')} -> ${after.join(', ')})`);

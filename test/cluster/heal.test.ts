@@ -24,7 +24,9 @@ function load(server: Server, key: string, clients: number): { stop: () => Promi
   let running = true;
   const loops = Array.from({ length: clients }, async () => {
     while (running) {
-      const r = await server.call('/v1/systemone', { body: BODY, key, fresh: true, timeoutMs: ANSWER_WITHIN_MS }).catch((err: Error) => ({ status: err.name === 'TimeoutError' ? NO_ANSWER : 0 }));
+      const r = await server
+        .call('/v1/systemone', { body: BODY, key, fresh: true, timeoutMs: ANSWER_WITHIN_MS })
+        .catch((err: Error) => ({ status: err.name === 'TimeoutError' ? NO_ANSWER : 0 }));
       statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
       if (r.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -87,7 +89,11 @@ if (cannotRun) {
       }
       t.ok(ms !== null, `decisions and /health succeed on every worker again (after ${ms} ms)`);
       const seen = JSON.stringify(Object.fromEntries(statuses));
-      t.same([...statuses.keys()].filter((s) => s !== 0 && s !== 200 && s !== 503), [], `under load only 200 and 503 were answered (${seen}; 0 = connection lost, ${NO_ANSWER} = no answer in ${ANSWER_WITHIN_MS / 1000} s)`);
+      t.same(
+        [...statuses.keys()].filter((s) => s !== 0 && s !== 200 && s !== 503),
+        [],
+        `under load only 200 and 503 were answered (${seen}; 0 = connection lost, ${NO_ANSWER} = no answer in ${ANSWER_WITHIN_MS / 1000} s)`,
+      );
       // A killed worker takes the connections it was answering with it, one per client at most.
       t.ok((statuses.get(0) ?? 0) <= CLIENTS, 'connections were lost only for the requests the killed worker held');
       const now = children(server.pid).map((c) => c.pid);
@@ -100,10 +106,19 @@ if (cannotRun) {
       if (ms === null) {
         // Which workers answer (/health names its pid), and what the engine holds.
         const answers = await Promise.all(
-          Array.from({ length: 6 }, () => server.call('/health', { fresh: true, timeoutMs: 5_000 }).then((r) => `${r.status} pid ${r.json?.pid}`, (err: Error) => err.message)),
+          Array.from({ length: 6 }, () =>
+            server.call('/health', { fresh: true, timeoutMs: 5_000 }).then(
+              (r) => `${r.status} pid ${r.json?.pid}`,
+              (err: Error) => err.message,
+            ),
+          ),
         );
         const engine = await server.call('/metrics', { timeoutMs: 5_000 }).then(
-          (r) => r.text.split('\n').filter((l) => l.startsWith('arbitra_engine_')).join('\n'),
+          (r) =>
+            r.text
+              .split('\n')
+              .filter((l) => l.startsWith('arbitra_engine_'))
+              .join('\n'),
           (err: Error) => err.message,
         );
         t.comment(`/health now: ${answers.join(', ')}\n${engine}\n${server.log().slice(-6000)}`);

@@ -51,7 +51,12 @@ if (cannotRun) {
   t.test('a node with the wrong secret, or serving another model, is refused; it answers 503', async (t) => {
     for (const [what, env, args, why] of [
       ['wrong secret', { ARBITRA_ENGINE_SECRET: 'not-the-engine-secret-0123' }, [], /the engine refused this node: wrong engine secret/],
-      ['another model', SECRET, ['--model', '/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'], /it serves the model gemma-3-270m-q4_k_m, this node serves qwen2\.5-coder-1\.5b-instruct-q4_k_m; not used/],
+      [
+        'another model',
+        SECRET,
+        ['--model', '/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'],
+        /it serves the model gemma-3-270m-q4_k_m, this node serves qwen2\.5-coder-1\.5b-instruct-q4_k_m; not used/,
+      ],
     ] as const) {
       const server = await start(env, `127.0.0.1:${engines[0]!.port}`, [...args]);
       t.ok(await until(async () => why.test(server.log()), 15_000), `${what}: the API node says why`);
@@ -77,7 +82,11 @@ if (cannotRun) {
     const dead = engines[0]!;
     await dead.kill9();
     const during = await Promise.all(Array.from({ length: 6 }, (_, i) => decide(i === 0 ? BODY.state : `${BODY.state} (${i})`)));
-    t.same(during.map((r) => r.status), Array(6).fill(200), 'every decision answered by the engine left');
+    t.same(
+      during.map((r) => r.status),
+      Array(6).fill(200),
+      'every decision answered by the engine left',
+    );
     t.same(during[0]!.json.answers.refund, first.json.answers.refund, 'the same answer from the other engine');
     t.ok(await until(async () => (await engineStatuses(server))[0] === 'down'), 'the dead engine shows down');
     t.equal((await server.call('/health')).status, 200, '/health stays 200 while one engine serves');
@@ -87,7 +96,10 @@ if (cannotRun) {
     t.equal(metricValue((await server.call('/metrics')).text, 'arbitra_engine_restarts_total', { engine: '0' }), 1, 'its return is counted');
     const before = metricValue((await server.call('/metrics')).text, 'arbitra_engine_branches_scored_total', { engine: '0' })!;
     const spread = await Promise.all(Array.from({ length: 10 }, (_, i) => decide(`Order ${i * 97}: the box was empty.`)));
-    t.same(spread.map((r) => r.status), Array(10).fill(200));
+    t.same(
+      spread.map((r) => r.status),
+      Array(10).fill(200),
+    );
     const after = metricValue((await server.call('/metrics')).text, 'arbitra_engine_branches_scored_total', { engine: '0' })!;
     t.ok(after > before, `it scores again (${after - before} branches)`);
 

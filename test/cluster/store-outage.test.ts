@@ -48,7 +48,10 @@ if (cannotRun) {
       ['POST /v1/console/api-keys', node.call('/v1/console/api-keys', { body: { name: 'during' }, headers: node.console(EMAIL), fresh: true })],
       ['GET /v1/console/usage', node.call('/v1/console/usage', { headers: node.console(EMAIL), fresh: true })],
       ['DELETE /v1/retention/{id}', node.call(`/v1/retention/${retainedId}`, { method: 'DELETE', key, fresh: true })],
-      ['POST /v1/waitlist', node.call('/v1/waitlist', { body: { email: 'w@example.com', use_case: 'Deciding refunds at scale.', consent: true }, fresh: true })],
+      [
+        'POST /v1/waitlist',
+        node.call('/v1/waitlist', { body: { email: 'w@example.com', use_case: 'Deciding refunds at scale.', consent: true }, fresh: true }),
+      ],
     ];
 
     const checkUnavailable = async (t: Test, boundMs: number) => {
@@ -82,8 +85,14 @@ if (cannotRun) {
       t.equal(replay.headers.get('idempotent-replayed'), 'true');
       const keys = await node.call('/v1/console/api-keys', { headers: node.console(EMAIL) });
       t.equal(keys.status, 200);
-      t.ok(keys.json.keys.some((k: { id: string }) => k.id === keyId), 'the key made before the outage is there');
-      t.notOk(keys.json.keys.some((k: { name: string }) => k.name === 'during'), 'no key was made by a request answered 503');
+      t.ok(
+        keys.json.keys.some((k: { id: string }) => k.id === keyId),
+        'the key made before the outage is there',
+      );
+      t.notOk(
+        keys.json.keys.some((k: { name: string }) => k.name === 'during'),
+        'no key was made by a request answered 503',
+      );
     };
 
     t.test('before: the node serves from PostgreSQL and acknowledges writes', async (t) => {
@@ -123,7 +132,11 @@ if (cannotRun) {
     });
 
     t.test('after: the retained request is still there, and the node was never restarted', async (t) => {
-      t.equal((await node.call(`/v1/retention/${retainedId}`, { method: 'DELETE', key })).status, 200, 'the retained request acknowledged before the outages is deleted now');
+      t.equal(
+        (await node.call(`/v1/retention/${retainedId}`, { method: 'DELETE', key })).status,
+        200,
+        'the retained request acknowledged before the outages is deleted now',
+      );
       t.notMatch(node.log(), /HTTP worker \d+ exited/, 'no HTTP worker crashed');
       t.notMatch(node.log(), /internal error/, 'no request was answered 500');
       t.match(node.log(), /store unavailable \(answering 503\)/, 'the operator is told why requests were refused');

@@ -77,7 +77,9 @@ if (cannotRun) {
 
     t.test(`a daily allowance of ${LIMIT} holds exactly across both nodes`, async (t) => {
       const { key } = await newKey(a, 'limits@example.com');
-      const calls = Array.from({ length: 10 * LIMIT }, (_, i) => (i % 2 ? a : b).call('/v1/systemone', { body: { ...BODY, state: `${BODY.state} #${i}` }, key, fresh: true }));
+      const calls = Array.from({ length: 10 * LIMIT }, (_, i) =>
+        (i % 2 ? a : b).call('/v1/systemone', { body: { ...BODY, state: `${BODY.state} #${i}` }, key, fresh: true }),
+      );
       const statuses = (await Promise.all(calls)).map((r) => r.status);
       t.equal(statuses.filter((s) => s === 200).length, LIMIT, `exactly ${LIMIT} of ${statuses.length} answered`);
       t.equal(statuses.filter((s) => s === 429).length, 10 * LIMIT - LIMIT, 'every other one 429');
@@ -118,7 +120,10 @@ if (cannotRun) {
       await victim.kill9();
       await Promise.all(held);
       const listed = await checker.call('/v1/console/api-keys', { headers: checker.console('killed@example.com') });
-      t.ok(listed.json.keys.some((k: { id: string }) => k.id === id), 'the key the dead node acknowledged is there for the others');
+      t.ok(
+        listed.json.keys.some((k: { id: string }) => k.id === id),
+        'the key the dead node acknowledged is there for the others',
+      );
       const limited = await checker.call('/v1/systemone', { body: BODY, key });
       t.equal(limited.status, 429, 'its two slots still count elsewhere while their leases run');
       let freed = false;
@@ -135,7 +140,10 @@ if (cannotRun) {
         timeout: 60_000,
       });
       t.equal(r.status, 1);
-      t.match(r.stderr, /^arbitra: cannot open the store PostgreSQL at postgres:\/\/arbitra@127\.0\.0\.1:\d+\/test_\S+: ARBITRA_KEY_SECRET differs from the secret the other nodes on this database use/m);
+      t.match(
+        r.stderr,
+        /^arbitra: cannot open the store PostgreSQL at postgres:\/\/arbitra@127\.0\.0\.1:\d+\/test_\S+: ARBITRA_KEY_SECRET differs from the secret the other nodes on this database use/m,
+      );
     });
   }
 }

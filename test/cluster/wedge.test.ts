@@ -58,7 +58,11 @@ if (cannotRun) {
     t.equal(held.status, 503, 'the request the wedged engine held when it was killed is answered 503');
     t.ok(Number(held.retryAfter) > 0, 'with Retry-After');
     t.ok(held.ms < DEADLINE_S * 1000, `before its own deadline (${held.ms} ms)`);
-    t.match(server.log(), /engine 0 is wedged: it holds \d job\(s\) and has finished no decode for [\d.]+ s \(bound 5\.\d s\); killing it to restart it/, 'the primary says why');
+    t.match(
+      server.log(),
+      /engine 0 is wedged: it holds \d job\(s\) and has finished no decode for [\d.]+ s \(bound 5\.\d s\); killing it to restart it/,
+      'the primary says why',
+    );
 
     let back = false;
     for (const end = Date.now() + ANSWER_WITHIN_MS; !back && Date.now() < end; ) {
@@ -68,7 +72,10 @@ if (cannotRun) {
     t.ok(back, 'decisions succeed again on the restarted engine');
     sampling = false;
     await sampler;
-    t.ok([...seen].some((s) => s.startsWith('503')), `/health stopped saying ok meanwhile (${[...seen].join(', ')})`);
+    t.ok(
+      [...seen].some((s) => s.startsWith('503')),
+      `/health stopped saying ok meanwhile (${[...seen].join(', ')})`,
+    );
     t.ok(
       [...seen].some((s) => / (wedged|down|loading)$/.test(s)),
       'and named the engine not ready',

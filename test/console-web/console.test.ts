@@ -228,7 +228,11 @@ t.test('the browser console', { skip: cannotRun }, async (t) => {
       t.ok(Math.abs(sum - 1) < 1e-3, `${question}: the probabilities sum to 1 (${sum})`);
       for (const b of bars) t.ok(Math.abs(b.share - b.p) < 0.01, `${question}/${b.label}: width ${b.share.toFixed(3)} follows p ${b.p.toFixed(3)}`);
       const top = bars.reduce((a, b) => (b.p > a.p ? b : a));
-      t.same(bars.filter((b) => b.chosen).map((b) => b.label), [top.label], `${question}: the most probable option is the one marked`);
+      t.same(
+        bars.filter((b) => b.chosen).map((b) => b.label),
+        [top.label],
+        `${question}: the most probable option is the one marked`,
+      );
     }
     t.match(await text(page, '#pg-tokens'), /\d/);
     t.match(await text(page, '#pg-latency'), /\d+\s*ms/);
@@ -264,7 +268,11 @@ t.test('the browser console', { skip: cannotRun }, async (t) => {
     await go(page, '#/keys', 'section#keys-page');
     // The list is fetched when the page opens; both keys (the CLI's and the page's) appear.
     await page.waitForFunction(() => document.querySelectorAll('#keys-table tr[data-key-id]').length === 2);
-    const id = await page.$$eval('#keys-table tr[data-key-id]', (trs, name) => trs.find((tr) => tr.querySelector('td.key-name')?.textContent === name)?.getAttribute('data-key-id'), XSS_NAME);
+    const id = await page.$$eval(
+      '#keys-table tr[data-key-id]',
+      (trs, name) => trs.find((tr) => tr.querySelector('td.key-name')?.textContent === name)?.getAttribute('data-key-id'),
+      XSS_NAME,
+    );
     t.ok(id);
     await page.click(`#keys-table tr[data-key-id="${id}"] button.revoke`);
     await page.waitForSelector('dialog#confirm-revoke[open]', { visible: true });

@@ -36,9 +36,24 @@ t.test('consoleIdentity', async (t) => {
       return e instanceof ApiError || e instanceof ValidationFailure ? e.status : String(e);
     }
   };
-  t.equal(statusOf(() => consoleIdentity(req(ok), undefined)), 503);
-  t.equal(statusOf(() => consoleIdentity(req(ok), '')), 503);
-  t.equal(statusOf(() => consoleIdentity(req({ ...ok, 'x-arbitra-console-token': 'tok2' }), 'tok')), 401);
-  t.equal(statusOf(() => consoleIdentity(req({ 'x-arbitra-user-email': 'a@b.io' }), 'tok')), 401);
-  t.equal(statusOf(() => consoleIdentity(req({ ...ok, 'x-arbitra-user-email': 'a@b' }), 'tok')), 422);
+  t.equal(
+    statusOf(() => consoleIdentity(req(ok), undefined)),
+    503,
+  );
+  t.equal(
+    statusOf(() => consoleIdentity(req(ok), '')),
+    503,
+  );
+  t.equal(
+    statusOf(() => consoleIdentity(req({ ...ok, 'x-arbitra-console-token': 'tok2' }), 'tok')),
+    401,
+  );
+  t.equal(
+    statusOf(() => consoleIdentity(req({ 'x-arbitra-user-email': 'a@b.io' }), 'tok')),
+    401,
+  );
+  t.equal(
+    statusOf(() => consoleIdentity(req({ ...ok, 'x-arbitra-user-email': 'a@b' }), 'tok')),
+    422,
+  );
 });

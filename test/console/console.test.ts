@@ -7,7 +7,8 @@ import { generateOpenApi } from '../../src/api/openapi.js';
 import { consoleRoutes } from '../../src/console/routes.js';
 
 for (const backend of await backendsFor(t)) {
-  const harness = async (env: Record<string, string> = {}, consoleToken: string | null = TOKEN) => startHarness(await backend.fresh(), env, consoleToken, backend.options);
+  const harness = async (env: Record<string, string> = {}, consoleToken: string | null = TOKEN) =>
+    startHarness(await backend.fresh(), env, consoleToken, backend.options);
 
   t.test(`${backend.name}: console auth: 503 when unconfigured, 401 on missing/wrong token or an API key, 422 on bad email`, async (t) => {
     const closed = await harness({}, null);
@@ -81,9 +82,7 @@ for (const backend of await backendsFor(t)) {
     );
 
     const usage = await h.call('GET', '/v1/console/usage', { headers: me });
-    t.same(usage.json.rows, [
-      { key_id: created.json.id, name: 'Default', prefix: created.json.prefix, day: utcDay(Date.now()), requests: 3, rate_limited: 1 },
-    ]);
+    t.same(usage.json.rows, [{ key_id: created.json.id, name: 'Default', prefix: created.json.prefix, day: utcDay(Date.now()), requests: 3, rate_limited: 1 }]);
 
     const other = h.console('intruder@example.com');
     const foreign = await h.call('DELETE', `/v1/console/api-keys/${created.json.id}`, { headers: other });

@@ -49,7 +49,11 @@ t.test('the routes serve the shell, the current version only, and the CSP on eve
   t.equal(js.headers!['content-security-policy'], CONSOLE_CSP);
   const vendor = await get(routes, '/console/assets/{version}/vendor/{file}', { version: assets.version, file: 'uPlot.esm.js' });
   t.equal(vendor.status, 200);
-  for (const [version, file] of [['0123456789abcdef', 'app.js'], [assets.version, 'notes.txt'], [assets.version, '..%2Fapp.js']] as const) {
+  for (const [version, file] of [
+    ['0123456789abcdef', 'app.js'],
+    [assets.version, 'notes.txt'],
+    [assets.version, '..%2Fapp.js'],
+  ] as const) {
     const miss = await get(routes, '/console/assets/{version}/{file}', { version, file });
     t.equal(miss.status, 404, `${version}/${file} is not served`);
   }

@@ -3,7 +3,8 @@ import { startHarness, TOKEN } from './helpers.js';
 import { backendsFor } from '../helpers/backends.js';
 
 for (const backend of await backendsFor(t)) {
-  const harness = async (env: Record<string, string> = {}, consoleToken: string | null = TOKEN) => startHarness(await backend.fresh(), env, consoleToken, backend.options);
+  const harness = async (env: Record<string, string> = {}, consoleToken: string | null = TOKEN) =>
+    startHarness(await backend.fresh(), env, consoleToken, backend.options);
 
   t.test(`${backend.name}: waitlist: validation, upsert by email, honeypot, per-IP limit`, async (t) => {
     const h = await harness({ ARBITRA_IP_LIMIT_PER_MINUTE: '6' });
@@ -18,7 +19,11 @@ for (const backend of await backendsFor(t)) {
 
     const bad = await h.call('POST', '/v1/waitlist', { body: { email: 'nope', use_case: 'short' } });
     t.equal(bad.status, 422);
-    t.same(bad.json.detail.map((d: { loc: unknown[] }) => d.loc), [['body', 'use_case']], 'schema errors first');
+    t.same(
+      bad.json.detail.map((d: { loc: unknown[] }) => d.loc),
+      [['body', 'use_case']],
+      'schema errors first',
+    );
     const badEmail = await h.call('POST', '/v1/waitlist', { body: { email: 'nope', use_case: 'long enough text' } });
     t.equal(badEmail.status, 422);
     t.same(badEmail.json.detail[0].loc, ['body', 'email']);
@@ -61,7 +66,10 @@ for (const backend of await backendsFor(t)) {
     });
     t.equal(many.status, 200);
     t.equal(many.json.accepted, 2);
-    t.same(many.json.rejected.map((r: { index: number }) => r.index), [2, 3, 4]);
+    t.same(
+      many.json.rejected.map((r: { index: number }) => r.index),
+      [2, 3, 4],
+    );
     t.match(many.json.rejected[0].reason, /request_id/);
     t.match(many.json.rejected[1].reason, /observed_at/);
     const stored = await h.store.traces.list(record.id);

@@ -80,7 +80,9 @@ t.test('consoleIdentity takes a session with its CSRF header in place of the con
   t.match(refusal({ cookie: `${SESSION_COOKIE}=forged.value`, 'x-arbitra-csrf': issued.csrf }), /^authentication_error: .*sign in again/);
   t.equal(refusal({ cookie, 'x-arbitra-csrf': issued.csrf }), 'accepted', 'no Host and no Origin: a same-origin call');
   t.match(
-    refusal({ cookie: `${SESSION_COOKIE}=${valueOf(new ConsoleSessions('another-console-token-01234').issue('ada@example.eu', Date.now(), false).setCookie)}` }),
+    refusal({
+      cookie: `${SESSION_COOKIE}=${valueOf(new ConsoleSessions('another-console-token-01234').issue('ada@example.eu', Date.now(), false).setCookie)}`,
+    }),
     /^authentication_error/,
     'a session of another console token',
   );

@@ -1,6 +1,16 @@
 // Calibration fitting and metrics as pure functions, on synthetic outcomes with known answers.
 import t from 'tap';
-import { applyFit, calibrationFrom, confidenceBand, crossValidated, fitKind, fitPlatt, fitTemperature, metrics, type Sample } from '../../src/decision/calibration.js';
+import {
+  applyFit,
+  calibrationFrom,
+  confidenceBand,
+  crossValidated,
+  fitKind,
+  fitPlatt,
+  fitTemperature,
+  metrics,
+  type Sample,
+} from '../../src/decision/calibration.js';
 
 /** A deterministic pseudo-random stream, so every run sees the same samples. */
 function rng(seed: number): () => number {
@@ -105,7 +115,15 @@ t.test('bands and the applied calibration', async (t) => {
   t.equal(confidenceBand([0.9, 0.1]), 'high');
   t.equal(confidenceBand([0.7, 0.2, 0.1]), 'leaning');
   t.equal(confidenceBand([0.5, 0.5]), 'low');
-  const c = calibrationFrom({ version: 'L2.abc.1', model_sha256: 'abc', layout: 'L2', created_at: '', source: '', reports: [], fits: { choice: { method: 'temperature', temperature: 2 } } });
+  const c = calibrationFrom({
+    version: 'L2.abc.1',
+    model_sha256: 'abc',
+    layout: 'L2',
+    created_at: '',
+    source: '',
+    reports: [],
+    fits: { choice: { method: 'temperature', temperature: 2 } },
+  });
   t.equal(c.version, 'L2.abc.1');
   t.equal(c.method, 'temperature');
   t.equal(c.apply('noul', [0.9, 0.1]), null, 'a kind without a fit stays uncalibrated');

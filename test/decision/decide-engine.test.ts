@@ -22,7 +22,11 @@ const state = 'Ticket #4411: I was charged twice for my subscription this month.
 const questions = {
   billing: { instructions: 'Is this ticket about billing?' },
   billing_alias: { type: 'yes_no', instructions: 'Is this ticket about billing?' },
-  topic: { type: 'choice', instructions: 'What is this ticket about?', criteria: { billing: 'payments, charges, refunds', technical: 'bugs and errors', other: null } },
+  topic: {
+    type: 'choice',
+    instructions: 'What is this ticket about?',
+    criteria: { billing: 'payments, charges, refunds', technical: 'bugs and errors', other: null },
+  },
   urgency: { type: 'score', instructions: 'How urgent is this ticket?', criteria: ['not urgent', 'somewhat urgent', 'very urgent'] },
 };
 
@@ -79,7 +83,12 @@ t.test('the raw pass of a permuted request is the unpermuted request', async (t)
 
 t.test('a calibration is applied per kind, keeps raw probabilities raw, and sets the band', async (t) => {
   const calibration = calibrationFrom({
-    version: 'L2.test.1', model_sha256: info.sha256, layout: 'L2', created_at: '', source: 'test', reports: [],
+    version: 'L2.test.1',
+    model_sha256: info.sha256,
+    layout: 'L2',
+    created_at: '',
+    source: 'test',
+    reports: [],
     fits: { choice: { method: 'temperature', temperature: 4 } },
   });
   const body = { state, questions: { topic: questions.topic, billing: questions.billing }, options: { return_raw_probabilities: true } };

@@ -22,11 +22,14 @@ t.test('the default model is framed by its chat template', async (t) => {
 });
 
 t.test('a rave review: not a complaint, positive, rated at the top', async (t) => {
-  const a = await ask('Review: "Absolutely love this blender. It crushes ice in seconds, it is quiet, and it looks great on the counter. Best purchase this year!"', {
-    complaint: { type: 'noul', instructions: 'Is this a complaint?' },
-    sentiment: { type: 'choice', instructions: 'What is the sentiment of the review?', criteria: ['negative', 'neutral', 'positive'] },
-    stars: { type: 'score', instructions: 'How many stars would the reviewer give?', criteria: ['1 star', '2 stars', '3 stars', '4 stars', '5 stars'] },
-  });
+  const a = await ask(
+    'Review: "Absolutely love this blender. It crushes ice in seconds, it is quiet, and it looks great on the counter. Best purchase this year!"',
+    {
+      complaint: { type: 'noul', instructions: 'Is this a complaint?' },
+      sentiment: { type: 'choice', instructions: 'What is the sentiment of the review?', criteria: ['negative', 'neutral', 'positive'] },
+      stars: { type: 'score', instructions: 'How many stars would the reviewer give?', criteria: ['1 star', '2 stars', '3 stars', '4 stars', '5 stars'] },
+    },
+  );
   t.ok((a.complaint as NoulAnswer).noul < 0.4, `P(complaint) ${(a.complaint as NoulAnswer).noul}`);
   t.equal((a.sentiment as ChoiceAnswer).choice, 'positive');
   t.ok((a.stars as ScoreAnswer).score > 3.5, `score ${(a.stars as ScoreAnswer).score} of 0..4`);
@@ -34,11 +37,23 @@ t.test('a rave review: not a complaint, positive, rated at the top', async (t) =
 });
 
 t.test('a furious ticket: a complaint, routed to billing, rated urgent', async (t) => {
-  const a = await ask('Ticket: "You charged my card three times for one order. This is the second time this month. Fix it today or I am disputing all of it with my bank."', {
-    complaint: { type: 'noul', instructions: 'Is this a complaint?' },
-    team: { type: 'choice', instructions: 'Which team should handle this ticket?', criteria: { shipping: 'deliveries and parcels', billing: 'charges, invoices and refunds', technical: 'bugs and login problems', sales: 'new orders and quotes' } },
-    urgency: { type: 'score', instructions: 'How urgent is this ticket?', criteria: ['not urgent', 'somewhat urgent', 'urgent', 'very urgent'] },
-  });
+  const a = await ask(
+    'Ticket: "You charged my card three times for one order. This is the second time this month. Fix it today or I am disputing all of it with my bank."',
+    {
+      complaint: { type: 'noul', instructions: 'Is this a complaint?' },
+      team: {
+        type: 'choice',
+        instructions: 'Which team should handle this ticket?',
+        criteria: {
+          shipping: 'deliveries and parcels',
+          billing: 'charges, invoices and refunds',
+          technical: 'bugs and login problems',
+          sales: 'new orders and quotes',
+        },
+      },
+      urgency: { type: 'score', instructions: 'How urgent is this ticket?', criteria: ['not urgent', 'somewhat urgent', 'urgent', 'very urgent'] },
+    },
+  );
   t.ok((a.complaint as NoulAnswer).noul > 0.6, `P(complaint) ${(a.complaint as NoulAnswer).noul}`);
   t.equal((a.team as ChoiceAnswer).choice, 'billing');
   // score is Σ i·pᵢ: within half a level of "urgent" (2) or above it.

@@ -45,8 +45,15 @@ t.test('context block: the state on its own lines, ending at a newline', async (
 
 t.test('choice: letters in order, every spelling of each letter read, name hidden', async (t) => {
   const b = render(choice, ticket, [0, 1, 2], ctx);
-  t.equal(b.text, 'Question: What is this ticket about?\nOptions:\nA. billing - money matters\nB. technical\nC. other\nReply with only the letter of the best option.');
-  t.same(b.answers, [[100, 200], [101, 201], [102, 202]]);
+  t.equal(
+    b.text,
+    'Question: What is this ticket about?\nOptions:\nA. billing - money matters\nB. technical\nC. other\nReply with only the letter of the best option.',
+  );
+  t.same(b.answers, [
+    [100, 200],
+    [101, 201],
+    [102, 202],
+  ]);
   t.notMatch(b.text, /secret_name_q1/);
   t.notMatch(b.text, /^\s/);
 });
@@ -54,7 +61,15 @@ t.test('choice: letters in order, every spelling of each letter read, name hidde
 t.test('choice: a permuted ordering moves options, not letters', async (t) => {
   const b = render(choice, ticket, [2, 0, 1], ctx);
   t.match(b.text, 'A. other\nB. billing - money matters\nC. technical\n');
-  t.same(b.answers, [[100, 200], [101, 201], [102, 202]], 'answers are the letters by position');
+  t.same(
+    b.answers,
+    [
+      [100, 200],
+      [101, 201],
+      [102, 202],
+    ],
+    'answers are the letters by position',
+  );
 });
 
 t.test('choice: without instructions the body starts with the options', async (t) => {
@@ -79,7 +94,7 @@ t.test('choice confidence: 1 when certain, 0 when uniform, never negative', asyn
   t.equal(choiceConfidence([0.5, 0.5]), 0);
 });
 
-t.test('choice capacity is the model\'s option labels', async (t) => {
+t.test("choice capacity is the model's option labels", async (t) => {
   t.equal(choice.capacity(ctx), 4);
   t.equal(choice.options(ticket), 3);
 });
@@ -91,14 +106,25 @@ const digits: RenderContext = { labels, layout: { ...LAYOUT, scoreReadout: 'digi
 t.test('score (default layout): lettered descriptions, the level number where there is none', async (t) => {
   const b = render(score, stars, [1, 2, 0], ctx);
   t.equal(b.text, 'Question: How positive is it?\nOptions:\nA. 1\nB. great\nC. awful\nReply with only the letter of the best option.');
-  t.same(b.answers, [[100, 200], [101, 201], [102, 202]], 'answers are the letters by position');
+  t.same(
+    b.answers,
+    [
+      [100, 200],
+      [101, 201],
+      [102, 202],
+    ],
+    'answers are the letters by position',
+  );
   t.equal(score.capacity(ctx), 4, 'as many levels as the model has option letters');
 });
 
 t.test('score (digits layout): every level keeps its own digit, a permutation only moves lines', async (t) => {
   const b = render(score, stars, [1, 2, 0], digits);
-  t.equal(b.text, 'Question: How positive is it?\nLevels (0 = lowest, 2 = highest):\n1\n2 = great\n0 = awful\nReply with only the number of the best matching level.');
-  t.same(b.answers, [[301], [302], [300]], 'the answer at each position is that level\'s digit');
+  t.equal(
+    b.text,
+    'Question: How positive is it?\nLevels (0 = lowest, 2 = highest):\n1\n2 = great\n0 = awful\nReply with only the number of the best matching level.',
+  );
+  t.same(b.answers, [[301], [302], [300]], "the answer at each position is that level's digit");
   t.equal(score.capacity(digits), 10);
 });
 
@@ -117,20 +143,46 @@ t.test('score (ordinal layout): one yes/no probe per level above the lowest, all
   const head = 'Question: How positive is it?\nScale, lowest to highest:\n- awful\n- 1\n- great\n';
   t.equal(atLeast1!.text, `${head}Is the answer "1" or higher on this scale?\nReply with only Yes or No.`);
   t.equal(atLeast2!.text, `${head}Is the answer "great" or higher on this scale?\nReply with only Yes or No.`);
-  t.same(atLeast1!.answers, [[7, 17], [8, 18]], 'answer 0 is yes: P(level ≥ k)');
-  t.same(probes[0]!.render([1, 0]).answers, [[8, 18], [7, 17]], 'permute swaps the order yes and no are offered in');
+  t.same(
+    atLeast1!.answers,
+    [
+      [7, 17],
+      [8, 18],
+    ],
+    'answer 0 is yes: P(level ≥ k)',
+  );
+  t.same(
+    probes[0]!.render([1, 0]).answers,
+    [
+      [8, 18],
+      [7, 17],
+    ],
+    'permute swaps the order yes and no are offered in',
+  );
   t.equal(score.capacity(ordinal), 10, 'yes/no needs no label per level');
 });
 
 t.test('score (ordinal layout): P(level ≥ k) differenced into a distribution, made monotone first', async (t) => {
-  const p = score.combine(stars, [[0.8, 0.2], [0.3, 0.7]], ordinal);
+  const p = score.combine(
+    stars,
+    [
+      [0.8, 0.2],
+      [0.3, 0.7],
+    ],
+    ordinal,
+  );
   [0.2, 0.5, 0.3].forEach((x, i) => t.ok(close(p[i]!, x), `p[${i}] = ${p[i]} (expected ${x})`));
   const pooled = fromThresholds([0.3, 0.5, 0.1]);
   [0.6, 0, 0.3, 0.1].forEach((x, i) => t.ok(close(pooled[i]!, x), `a rise from 0.3 to 0.5 is pooled to 0.4 each: p[${i}] = ${pooled[i]}`));
-  t.ok(close(pooled.reduce((a, b) => a + b, 0), 1));
+  t.ok(
+    close(
+      pooled.reduce((a, b) => a + b, 0),
+      1,
+    ),
+  );
 });
 
-t.test('score: the layout\'s temperature sharpens the read distribution, ranking kept', async (t) => {
+t.test("score: the layout's temperature sharpens the read distribution, ranking kept", async (t) => {
   const sharp = score.combine(stars, [[0.2, 0.3, 0.5]], { labels, layout: { ...LAYOUT, scoreTemperature: 0.5 } });
   [0.04, 0.09, 0.25].forEach((x, i) => t.ok(close(sharp[i]!, x / 0.38), `p[${i}] ∝ pᵢ² at T = 0.5: ${sharp[i]}`));
   t.same(score.combine(stars, [[0.2, 0.3, 0.5]], { labels, layout: { ...LAYOUT, scoreTemperature: 1 } }), [0.2, 0.3, 0.5], 'T = 1 leaves it as read');
@@ -160,10 +212,16 @@ const billing: NoulSpec = { kind: 'noul', name: 'n', instructions: 'Is this abou
 t.test('noul: yes/no order follows the ordering, answers follow the order', async (t) => {
   const first = render(noul, billing, [0, 1], ctx);
   t.equal(first.text, 'Question: Is this about billing?\nYes means: it is billing\nReply with only Yes or No.');
-  t.same(first.answers, [[7, 17], [8, 18]]);
+  t.same(first.answers, [
+    [7, 17],
+    [8, 18],
+  ]);
   const swapped = render(noul, billing, [1, 0], ctx);
   t.match(swapped.text, 'Reply with only No or Yes.');
-  t.same(swapped.answers, [[8, 18], [7, 17]]);
+  t.same(swapped.answers, [
+    [8, 18],
+    [7, 17],
+  ]);
   t.equal(noul.options(billing), 2);
 });
 
@@ -175,13 +233,25 @@ t.test('noul answer: P(yes) is option 0', async (t) => {
 });
 
 t.test('normalise: criteria forms reduce to option lists; counting rules hold', async (t) => {
-  t.same(choice.normalise('q', { type: 'choice', criteria: 'a, b ,c' }).spec?.options.map((o) => o.label), ['a', 'b', 'c']);
-  t.same(choice.normalise('q', { type: 'choice', criteria: { x: 'ex', y: null } }).spec?.options, [{ label: 'x', description: 'ex' }, { label: 'y', description: null }]);
+  t.same(
+    choice.normalise('q', { type: 'choice', criteria: 'a, b ,c' }).spec?.options.map((o) => o.label),
+    ['a', 'b', 'c'],
+  );
+  t.same(choice.normalise('q', { type: 'choice', criteria: { x: 'ex', y: null } }).spec?.options, [
+    { label: 'x', description: 'ex' },
+    { label: 'y', description: null },
+  ]);
   t.match(choice.normalise('q', { type: 'choice', criteria: ['a'] }).errors[0], { type: 'too_short', loc: ['body', 'questions', 'q', 'criteria'] });
   t.match(choice.normalise('q', { type: 'choice', criteria: ['a', 'a'] }).errors[0]?.msg, /distinct/);
   t.same(score.normalise('s', { type: 'score', criteria: { '0': 'low', high: 'very', mid: null } }).spec?.levels, ['low', 'high: very', 'mid']);
   t.match(score.normalise('s', { type: 'score', criteria: Array.from({ length: 11 }, (_, i) => String(i)) }).errors[0], { type: 'too_long' });
-  t.same(noul.normalise('n', { criteria: { true: 'paid', false: { why: 'free' } } }).spec, { kind: 'noul', name: 'n', instructions: null, yes: 'paid', no: '{"why":"free"}' });
+  t.same(noul.normalise('n', { criteria: { true: 'paid', false: { why: 'free' } } }).spec, {
+    kind: 'noul',
+    name: 'n',
+    instructions: null,
+    yes: 'paid',
+    no: '{"why":"free"}',
+  });
 });
 
 t.test('score legend: each level as the client sent it; only the prompt renders it as text', async (t) => {

@@ -14,7 +14,11 @@ t.test('pass 0 is the identity and every pass is a permutation', async (t) => {
       const orderings = balancedOrderings(n, p);
       t.equal(orderings.length, p);
       t.same(orderings[0], [...Array(n).keys()], `identity first for n=${n} p=${p}`);
-      for (const o of orderings) t.same([...o].sort((a, b) => a - b), [...Array(n).keys()]);
+      for (const o of orderings)
+        t.same(
+          [...o].sort((a, b) => a - b),
+          [...Array(n).keys()],
+        );
     }
   }
 });
@@ -25,27 +29,52 @@ t.test('each option visits each position floor(P/N) or ceil(P/N) times', async (
       const counts = visits(n, p).flat();
       const lo = Math.floor(p / n);
       const hi = Math.ceil(p / n);
-      t.ok(counts.every((c) => c === lo || c === hi), `n=${n} p=${p}: ${counts.join(',')}`);
+      t.ok(
+        counts.every((c) => c === lo || c === hi),
+        `n=${n} p=${p}: ${counts.join(',')}`,
+      );
       // each option is shown in every pass, so its visits over positions add up to P
-      for (const row of visits(n, p)) t.equal(row.reduce((a, b) => a + b, 0), p);
+      for (const row of visits(n, p))
+        t.equal(
+          row.reduce((a, b) => a + b, 0),
+          p,
+        );
     }
   }
 });
 
 t.test('when P is a multiple of N the balance is exact', async (t) => {
-  t.same(visits(2, 4), [[2, 2], [2, 2]]);
+  t.same(visits(2, 4), [
+    [2, 2],
+    [2, 2],
+  ]);
   t.same(visits(4, 8).flat(), new Array(16).fill(2));
   t.same(visits(3, 6).flat(), new Array(9).fill(2));
 });
 
 t.test('noul: two yes/no orderings in equal halves', async (t) => {
-  t.same(balancedOrderings(2, 4), [[0, 1], [0, 1], [1, 0], [1, 0]]);
-  t.same(balancedOrderings(2, 3), [[0, 1], [0, 1], [1, 0]]);
+  t.same(balancedOrderings(2, 4), [
+    [0, 1],
+    [0, 1],
+    [1, 0],
+    [1, 0],
+  ]);
+  t.same(balancedOrderings(2, 3), [
+    [0, 1],
+    [0, 1],
+    [1, 0],
+  ]);
 });
 
 t.test('fewer passes than options: shifts spread over the cycle', async (t) => {
-  t.same(balancedOrderings(10, 4).map((o) => o[0]), [0, 2, 5, 7]);
-  t.same(balancedOrderings(4, 4).map((o) => o[0]), [0, 1, 2, 3]);
+  t.same(
+    balancedOrderings(10, 4).map((o) => o[0]),
+    [0, 2, 5, 7],
+  );
+  t.same(
+    balancedOrderings(4, 4).map((o) => o[0]),
+    [0, 1, 2, 3],
+  );
 });
 
 t.test('distinctOrderings keeps pass 0 first and weights duplicates', async (t) => {

@@ -15,6 +15,9 @@ t.test('a base model fails the self-test, and the warning names each failure', a
   t.equal(result.passed + result.failures.length, result.total);
   const [head, ...rest] = selfTestReport(TEST_MODEL_ID, result);
   t.match(head, new RegExp(`^warning: ${TEST_MODEL_ID.replaceAll('.', '\\.')} failed ${result.failures.length} of ${result.total} obvious decisions`));
-  t.same(rest, result.failures.map((f) => `  - ${f}`));
+  t.same(
+    rest,
+    result.failures.map((f) => `  - ${f}`),
+  );
   for (const f of result.failures) t.match(f, /^".+" expected .+, got .+$/, 'question, expectation and answer');
 });

@@ -31,28 +31,69 @@ async function rejectsWith(t: Test, p: Promise<unknown>, code: EngineErrorCode, 
   t.ok(engineError(code, message)(err), `${what}: ${err instanceof EngineError ? `${err.code}: ${err.message}` : String(err)}`);
 }
 
-
 t.test('bad input is rejected with a coded error and the engine keeps working', async (t) => {
   const ok = { suffix, candidates };
   await rejectsWith(t, engine.score(new Int32Array(0), [ok]), 'invalid_request', /prefix is empty/, 'empty prefix');
-  await rejectsWith(t, engine.score(Int32Array.of(prefix[0]!, vocab), [ok]), 'invalid_request', new RegExp(`prefix token id ${vocab} is outside the vocabulary`), 'prefix id past the vocabulary');
-  await rejectsWith(t, engine.score(prefix, [{ suffix: Int32Array.of(-1), candidates }]), 'invalid_request', /suffix token id -1 is outside/, 'negative suffix id');
-  await rejectsWith(t, engine.score(prefix, [{ suffix, candidates: Int32Array.of(vocab + 5) }]), 'invalid_request', /candidate token id/, 'candidate id past the vocabulary');
+  await rejectsWith(
+    t,
+    engine.score(Int32Array.of(prefix[0]!, vocab), [ok]),
+    'invalid_request',
+    new RegExp(`prefix token id ${vocab} is outside the vocabulary`),
+    'prefix id past the vocabulary',
+  );
+  await rejectsWith(
+    t,
+    engine.score(prefix, [{ suffix: Int32Array.of(-1), candidates }]),
+    'invalid_request',
+    /suffix token id -1 is outside/,
+    'negative suffix id',
+  );
+  await rejectsWith(
+    t,
+    engine.score(prefix, [{ suffix, candidates: Int32Array.of(vocab + 5) }]),
+    'invalid_request',
+    /candidate token id/,
+    'candidate id past the vocabulary',
+  );
   await rejectsWith(t, engine.score(Array.from(prefix) as unknown as Int32Array, [ok]), 'invalid_request', /Int32Array/, 'prefix as a plain array');
-  await rejectsWith(t, engine.score(prefix, [{ suffix: Uint32Array.from(suffix) as unknown as Int32Array, candidates }]), 'invalid_request', /Int32Array/, 'suffix as Uint32Array');
-  await rejectsWith(t, engine.score(prefix, [{ suffix, candidates: Float32Array.from(candidates) as unknown as Int32Array }]), 'invalid_request', /Int32Array/, 'candidates as Float32Array');
+  await rejectsWith(
+    t,
+    engine.score(prefix, [{ suffix: Uint32Array.from(suffix) as unknown as Int32Array, candidates }]),
+    'invalid_request',
+    /Int32Array/,
+    'suffix as Uint32Array',
+  );
+  await rejectsWith(
+    t,
+    engine.score(prefix, [{ suffix, candidates: Float32Array.from(candidates) as unknown as Int32Array }]),
+    'invalid_request',
+    /Int32Array/,
+    'candidates as Float32Array',
+  );
   await rejectsWith(t, engine.score(prefix, {} as never), 'invalid_request', /branches/, 'branches not an array');
   await rejectsWith(t, engine.score(prefix, []), 'invalid_request', /at least one branch/, 'no branches');
   await rejectsWith(t, engine.score(prefix, [ok, { suffix: new Int32Array(0), candidates }]), 'invalid_request', /suffix is empty/, 'empty suffix');
   await rejectsWith(t, engine.score(prefix, [{ suffix, candidates: new Int32Array(0) }]), 'invalid_request', /no candidate/, 'no candidates');
   const longSuffix = new Int32Array(SMALL.batchSize + 1).fill(suffix[0]!);
-  await rejectsWith(t, engine.score(prefix, [{ suffix: longSuffix, candidates }]), 'context_exceeded', /65 tokens, more than the batch size 64/, 'suffix longer than the batch');
+  await rejectsWith(
+    t,
+    engine.score(prefix, [{ suffix: longSuffix, candidates }]),
+    'context_exceeded',
+    /65 tokens, more than the batch size 64/,
+    'suffix longer than the batch',
+  );
   // llama.cpp rounds the per-sequence context up (to 256 cells); the facts report what it really is.
   const context = engine.facts.contextSize;
   t.ok(context >= SMALL.contextSize && context < SMALL.contextSize * 4, `per-sequence context ${context}`);
   const longPrefix = new Int32Array(context - suffix.length + 1).fill(prefix[1]!);
   longPrefix[0] = prefix[0]!;
-  await rejectsWith(t, engine.score(longPrefix, [ok]), 'context_exceeded', new RegExp(`need ${context + 1} tokens, more than the engine's context of ${context}`), 'prefix + suffix one token longer than the context');
+  await rejectsWith(
+    t,
+    engine.score(longPrefix, [ok]),
+    'context_exceeded',
+    new RegExp(`need ${context + 1} tokens, more than the engine's context of ${context}`),
+    'prefix + suffix one token longer than the context',
+  );
   const fits = await engine.score(longPrefix.subarray(1), [ok]);
   t.equal(fits.logprobs.length, 1, 'exactly the context still fits');
 
@@ -84,7 +125,13 @@ t.test('the long lane takes what the main lane cannot hold, and only that', asyn
   const wide = await laned.score(prefix, [{ suffix: longSuffix, candidates }]);
   t.equal(wide.logprobs.length, 1, 'a suffix past the main batch is answered in the long lane');
   const tooLong = new Int32Array(longContextSize + 1).fill(prefix[1]!);
-  await rejectsWith(t, laned.score(tooLong, [ok]), 'context_exceeded', new RegExp(`more than the engine's context of ${longContextSize}`), 'past the long lane');
+  await rejectsWith(
+    t,
+    laned.score(tooLong, [ok]),
+    'context_exceeded',
+    new RegExp(`more than the engine's context of ${longContextSize}`),
+    'past the long lane',
+  );
   const before = laned.stats().jobsDone;
   await laned.score(prefix, [ok]);
   t.equal(laned.stats().jobsDone, before + 1, 'short requests still go through');
@@ -96,7 +143,10 @@ t.test('more branches than the sequence limit queue and succeed', async (t) => {
   const r = await engine.score(withBos('Queue check with twenty branches.\n'), branches);
   const after = engine.stats();
   t.equal(r.logprobs.length, 20, 'every branch has a result');
-  t.ok(r.logprobs.every((lp) => lp.length === 2 && lp.every((x) => Number.isFinite(x) && x < 0)), 'every result is a proper log-prob');
+  t.ok(
+    r.logprobs.every((lp) => lp.length === 2 && lp.every((x) => Number.isFinite(x) && x < 0)),
+    'every result is a proper log-prob',
+  );
   t.equal(after.branchesScored - before.branchesScored, 20);
   // At most maxSequences - 1 branches fit beside the prefix's own sequence in one decode.
   t.ok(after.decodes - before.decodes >= Math.ceil(20 / (SMALL.maxSequences - 1)), `the branches were queued over ${after.decodes - before.decodes} decodes`);
@@ -104,12 +154,19 @@ t.test('more branches than the sequence limit queue and succeed', async (t) => {
   // Two concurrent calls need more sequences together than the engine has.
   const calls = [0, 1].map((c) => engine.score(withBos(`Concurrent queue check ${c}.\n`), branches.slice(0, 6)));
   const all = await Promise.all(calls);
-  t.same(all.map((x) => x.logprobs.length), [6, 6], 'two concurrent calls of 6 branches each succeed');
+  t.same(
+    all.map((x) => x.logprobs.length),
+    [6, 6],
+    'two concurrent calls of 6 branches each succeed',
+  );
 });
 
 t.test('a missing model file is load_failed naming the path', async (t) => {
   const missing = path.join(t.testdirName, 'no-such-model.gguf');
-  const err = await LlamaEngine.load(missing, SMALL).then(() => null, (e: unknown) => e);
+  const err = await LlamaEngine.load(missing, SMALL).then(
+    () => null,
+    (e: unknown) => e,
+  );
   t.ok(err instanceof EngineError, 'an EngineError');
   t.equal((err as EngineError).code, 'load_failed');
   t.match((err as EngineError).message, missing);
@@ -120,12 +177,18 @@ t.test('a file that is not GGUF is load_failed naming the path', async (t) => {
   const dir = t.testdir({ 'notes.gguf': 'these are not model weights\n', 'truncated.gguf': Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(64, 0xab)]) });
   for (const name of ['notes.gguf', 'truncated.gguf']) {
     const file = path.join(dir, name);
-    const err = await LlamaEngine.load(file, SMALL).then(() => null, (e: unknown) => e);
+    const err = await LlamaEngine.load(file, SMALL).then(
+      () => null,
+      (e: unknown) => e,
+    );
     t.ok(err instanceof EngineError && err.code === 'load_failed', `${name}: load_failed`);
     t.match((err as Error).message, file, `${name}: the message names the path`);
   }
   t.match(
-    await LlamaEngine.load(path.join(dir, 'notes.gguf'), SMALL).then(() => '', (e: Error) => e.message),
+    await LlamaEngine.load(path.join(dir, 'notes.gguf'), SMALL).then(
+      () => '',
+      (e: Error) => e.message,
+    ),
     /not a GGUF file/,
     'the wrong magic is named as such',
   );

@@ -36,7 +36,7 @@ t.test('facts match the GGUF metadata', async (t) => {
   t.equal(facts.hasChatTemplate, false, 'the default model is a base model without a template');
   t.equal(engine.applyChatTemplate([{ role: 'user', content: 'hi' }]), null, 'no template to apply');
   t.match(facts.sha256, /^[0-9a-f]{64}$/);
-  t.equal(facts.sha256, await sha256File(MODEL), 'the checksum calibrations are bound to is the file\'s sha256');
+  t.equal(facts.sha256, await sha256File(MODEL), "the checksum calibrations are bound to is the file's sha256");
 });
 
 t.test('a model with a chat template is framed by it, not by the plain layout', async (t) => {
@@ -53,7 +53,7 @@ t.test('a model with a chat template is framed by it, not by the plain layout', 
   const tokens = chat.tokenizeRequest({ system: null, prefix: 'Context:\n<|im_start|>x\n', branches: [{ suffix: 'Q', answers: [[1]] }] });
   const imStart = chat.engine.tokenize('<|im_start|>', { parseSpecial: true });
   t.equal(imStart.length, 1, '<|im_start|> is one control token');
-  t.equal(tokens.prefix.filter((id) => id === imStart[0]).length, 1, 'only the frame opens a turn; the body\'s <|im_start|> stays text');
+  t.equal(tokens.prefix.filter((id) => id === imStart[0]).length, 1, "only the frame opens a turn; the body's <|im_start|> stays text");
   t.equal(tokens.suffixes[0]!.filter((id) => id === imStart[0]).length, 1, 'the tail opens the assistant turn');
 });
 
@@ -81,7 +81,10 @@ t.test('stats counters move with each call', async (t) => {
   const prefix = engine.tokenize('Stats check: the counters below must move.\n', { addSpecial: true });
   const suffix = engine.tokenize('Answer:');
   const candidates = Int32Array.from([engine.tokenize(' yes')[0]!]);
-  const running = engine.score(prefix, [{ suffix, candidates }, { suffix: engine.tokenize('Reply:'), candidates }]);
+  const running = engine.score(prefix, [
+    { suffix, candidates },
+    { suffix: engine.tokenize('Reply:'), candidates },
+  ]);
   t.equal(engine.stats().pending, 1, 'a call in flight is pending');
   const r = await running;
   const after = engine.stats();

@@ -85,7 +85,10 @@ t.test('a cancelled job stops at the next batch and leaves the engine healthy', 
   t.ok(err instanceof EngineError && err.code === 'cancelled', 'the promise rejects with code cancelled');
   const after = engine.stats();
   t.equal(after.jobsCancelled - before.jobsCancelled, 1, 'the engine counts one cancelled job');
-  t.ok(after.branchesScored - before.branchesScored < 400, `the rest of its branches were never scored (${after.branchesScored - before.branchesScored} of 400)`);
+  t.ok(
+    after.branchesScored - before.branchesScored < 400,
+    `the rest of its branches were never scored (${after.branchesScored - before.branchesScored} of 400)`,
+  );
   t.ok(Date.now() - started < 60_000, 'cancellation did not wait for the whole job');
 
   const again = await engine.score(prefix('The cat sat on the mat.'), branches(3, 'after'));
@@ -151,7 +154,10 @@ t.test("a key's new state beside the same key's stream of cached questions takes
   for (const [name, tenant, count] of CASES) {
     const r = await besideCachedStream(engine, tenant, count, `shared ${name}`);
     const stepMs = engine.stats().cost.perDecodeMs + 256 * engine.stats().cost.perTokenMs;
-    t.ok(r.besideMs <= 2 * r.aloneMs + stepMs + 50, `${name}: ${r.besideMs} ms beside the stream against ${r.aloneMs} ms alone (${r.answered} cached questions answered meanwhile)`);
+    t.ok(
+      r.besideMs <= 2 * r.aloneMs + stepMs + 50,
+      `${name}: ${r.besideMs} ms beside the stream against ${r.aloneMs} ms alone (${r.answered} cached questions answered meanwhile)`,
+    );
   }
 });
 
@@ -166,6 +172,9 @@ t.test("with one piece per decode, a key's new state is not starved by the same 
   for (const [name, tenant, count] of CASES) {
     const r = await besideCachedStream(onePiece.engine, tenant, count, `one piece ${name}`);
     const bound = r.aloneMs + (3 * count + 1) * 1.5 * r.cachedMs + 50;
-    t.ok(r.besideMs <= bound, `${name}: ${r.besideMs} ms beside the stream against ${r.aloneMs} ms alone, bound ${Math.round(bound)} ms (${r.answered} cached questions answered meanwhile)`);
+    t.ok(
+      r.besideMs <= bound,
+      `${name}: ${r.besideMs} ms beside the stream against ${r.aloneMs} ms alone, bound ${Math.round(bound)} ms (${r.answered} cached questions answered meanwhile)`,
+    );
   }
 });

@@ -8,7 +8,15 @@ import { TEST_MODEL } from '../helpers/models.js';
 
 const BATCH = 2048;
 const CELLS = 3072;
-const engine = await LlamaEngine.load(TEST_MODEL, { threads: 1, kvLayout: 'shared', kvCells: CELLS, batchSize: BATCH, microBatchSize: 512, maxSequences: 32, prefixCacheTokens: 0 });
+const engine = await LlamaEngine.load(TEST_MODEL, {
+  threads: 1,
+  kvLayout: 'shared',
+  kvCells: CELLS,
+  batchSize: BATCH,
+  microBatchSize: 512,
+  maxSequences: 32,
+  prefixCacheTokens: 0,
+});
 t.teardown(() => engine.close());
 const candidates = Int32Array.from([engine.tokenize(' yes')[0]!, engine.tokenize(' no')[0]!]);
 const suffix = engine.tokenize('\nAnswer:');
@@ -26,16 +34,30 @@ t.test('facts: one pool of the asked cells, a prompt may fill it up to one batch
 
 t.test('more concurrent prefixes than the pool holds are all scored, none fails', async (t) => {
   // 16 prefixes of 200 tokens (3,200 cells) against a pool of 3,072 cells.
-  const calls = Array.from({ length: 16 }, (_, i) => i).map((i) => engine.score(prefixOf(200, i), [{ suffix, candidates }, { suffix: engine.tokenize('\nReply:'), candidates }]));
+  const calls = Array.from({ length: 16 }, (_, i) => i).map((i) =>
+    engine.score(prefixOf(200, i), [
+      { suffix, candidates },
+      { suffix: engine.tokenize('\nReply:'), candidates },
+    ]),
+  );
   const results = await Promise.all(calls);
-  for (const r of results) t.ok(r.logprobs.every((row) => row.every((lp) => Number.isFinite(lp) && lp < 0)), 'every branch scored');
+  for (const r of results)
+    t.ok(
+      r.logprobs.every((row) => row.every((lp) => Number.isFinite(lp) && lp < 0)),
+      'every branch scored',
+    );
   t.equal(engine.stats().queueDepth, 0);
 });
 
 t.test('prefixes that together outgrow the pool wait for room instead of failing a decode', async (t) => {
   // Six prefixes of 700 tokens (4,200 cells) against a pool of 3,072 with room for 1,024 prefix
   // cells: all six would fit the prefix slots at once, but only one fits the pool at a time.
-  const calls = Array.from({ length: 6 }, (_, i) => engine.score(prefixOf(700, 100 + i), [{ suffix, candidates }, { suffix: engine.tokenize('\nReply:'), candidates }]));
+  const calls = Array.from({ length: 6 }, (_, i) =>
+    engine.score(prefixOf(700, 100 + i), [
+      { suffix, candidates },
+      { suffix: engine.tokenize('\nReply:'), candidates },
+    ]),
+  );
   const results = await Promise.allSettled(calls);
   t.same(
     results.map((r) => (r.status === 'fulfilled' ? 'scored' : String((r.reason as Error).message))),

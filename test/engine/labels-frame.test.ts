@@ -18,7 +18,10 @@ const PAIRS = LETTERS.flatMap((a) => LETTERS.map((b) => a + b));
 
 t.test('option labels: single letters first, then single-token pairs, in order', async (t) => {
   const labels = findOptionLabels(fakeTokenizer([...LETTERS, 'AB', 'ZZ']));
-  t.same(labels.map((l) => l.label), [...LETTERS, 'AB', 'ZZ']);
+  t.same(
+    labels.map((l) => l.label),
+    [...LETTERS, 'AB', 'ZZ'],
+  );
   t.same(labels[0]!.tokens, [100]);
   t.same(labels[27]!.tokens, [127], 'each label carries its own token id');
 });
@@ -33,14 +36,21 @@ t.test('option labels: the leading-space spelling counts too, when it is one tok
 t.test('option labels: multi-token letters are skipped, duplicate token ids kept once', async (t) => {
   const tokenize = fakeTokenizer(['A', 'C', 'AA', 'AC'], { B: 'A', AB: 'AA' });
   const labels = findOptionLabels(tokenize);
-  t.same(labels.map((l) => l.label), ['A', 'C', 'AA', 'AC'], 'B and AB share tokens with A and AA; D.. are two tokens');
+  t.same(
+    labels.map((l) => l.label),
+    ['A', 'C', 'AA', 'AC'],
+    'B and AB share tokens with A and AA; D.. are two tokens',
+  );
   t.equal(new Set(labels.flatMap((l) => l.tokens)).size, labels.length);
 });
 
 t.test('option labels: a spelling another label already owns is not counted twice', async (t) => {
   // " A" happens to be the token of "B": it must stay B's alone.
   const labels = findOptionLabels(fakeTokenizer(['A', 'B'], { ' A': 'B' }));
-  t.same(labels.map((l) => l.tokens), [[100], [101]]);
+  t.same(
+    labels.map((l) => l.tokens),
+    [[100], [101]],
+  );
 });
 
 t.test('option labels stop at the maximum', async (t) => {
@@ -56,7 +66,10 @@ t.test('option labels: an empty vocabulary gives none', async (t) => {
 t.test('digit labels: 0-9 with their spaced spellings, or none when a digit is not one token', async (t) => {
   const digits = '0123456789'.split('');
   const found = findDigitLabels(fakeTokenizer([...digits, ' 7']));
-  t.same(found.map((d) => d.label), digits);
+  t.same(
+    found.map((d) => d.label),
+    digits,
+  );
   t.same(found[7]!.tokens, [107, 110]);
   t.same(findDigitLabels(fakeTokenizer(digits.slice(0, 9))), [], '"9" is two tokens');
 });
@@ -94,14 +107,15 @@ t.test('frame: a chat template is split around the user message', async (t) => {
   t.equal(frame.head + 'hello' + frame.tail, chatml([{ role: 'user', content: 'hello' }]), 'head + message + tail renders the template');
 });
 
-t.test('frame: the system text goes in the template\'s system turn', async (t) => {
+t.test("frame: the system text goes in the template's system turn", async (t) => {
   const frame = promptFrame(chatml, 'Answer with one label.');
   t.equal(frame.head, '<|im_start|>system\nAnswer with one label.<|im_end|>\n<|im_start|>user\n');
   t.equal(frame.plain, false);
 });
 
 t.test('frame: a template without a system turn gets the system text at the top of the user turn', async (t) => {
-  const gemma = (messages: ChatMessage[]) => `<start_of_turn>user\n${messages.filter((m) => m.role === 'user')[0]!.content}<end_of_turn>\n<start_of_turn>model\n`;
+  const gemma = (messages: ChatMessage[]) =>
+    `<start_of_turn>user\n${messages.filter((m) => m.role === 'user')[0]!.content}<end_of_turn>\n<start_of_turn>model\n`;
   const frame = promptFrame(gemma, 'Answer with one label.');
   t.equal(frame.head, '<start_of_turn>user\nAnswer with one label.\n\n');
 });
@@ -117,6 +131,14 @@ t.test('frame: the sentinel holds no NUL, which llama.cpp would cut the message 
 });
 
 t.test('frame: templates that drop or repeat the message fall back to the plain layout', async (t) => {
-  t.same(promptFrame(() => 'fixed text', null), plainFrame(null), 'message dropped');
-  t.same(promptFrame((m) => `${m.at(-1)!.content}\n${m.at(-1)!.content}`, null), plainFrame(null), 'message repeated');
+  t.same(
+    promptFrame(() => 'fixed text', null),
+    plainFrame(null),
+    'message dropped',
+  );
+  t.same(
+    promptFrame((m) => `${m.at(-1)!.content}\n${m.at(-1)!.content}`, null),
+    plainFrame(null),
+    'message repeated',
+  );
 });

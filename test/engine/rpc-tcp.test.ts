@@ -88,7 +88,9 @@ t.test('an engine that cannot prove the secret is not used', async (t) => {
     score: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { branches: [{ values: [0] }] }),
     stats: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { statsJson: '{}' }),
   });
-  const port = await new Promise<number>((resolve, reject) => impostor.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    impostor.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   t.teardown(() => impostor.forceShutdown());
   const channel = openEngineChannel(`tcp://127.0.0.1:${port}`, { secret: SECRET });
   t.teardown(() => channel.close());
@@ -102,7 +104,9 @@ t.test('a caller that is not an API node is refused; the engine keeps serving ot
   if ('path' in where) throw new Error('not a TCP address');
   const stranger = new EngineClient(`${where.host}:${where.port}`, grpc.credentials.createInsecure());
   t.teardown(() => stranger.close());
-  const refused = await new Promise<grpc.ServiceError | null>((resolve) => (stranger as unknown as { score: (...a: unknown[]) => void }).score({}, (err: grpc.ServiceError | null) => resolve(err)));
+  const refused = await new Promise<grpc.ServiceError | null>((resolve) =>
+    (stranger as unknown as { score: (...a: unknown[]) => void }).score({}, (err: grpc.ServiceError | null) => resolve(err)),
+  );
   t.equal(refused?.code, grpc.status.UNAUTHENTICATED, 'UNAUTHENTICATED');
   t.match(engine.logs.join('\n'), /not an Arbitra API node/);
   const channel = openEngineChannel(engine.address, { secret: SECRET });
@@ -115,7 +119,29 @@ t.test('TLS: served with a certificate, trusted through a private CA, refused wi
   const dir = t.testdir();
   const key = path.join(dir, 'key.pem');
   const cert = path.join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   const engine = await listen(t, SECRET, { cert: fs.readFileSync(cert), key: fs.readFileSync(key) });
   t.match(engine.address, /^tls:\/\/127\.0\.0\.1:\d+$/);
   const trusted = openEngineChannel(engine.address, { secret: SECRET, ca: fs.readFileSync(cert) });

@@ -15,8 +15,20 @@ import { serveEngine, type ServedEngine } from '../../src/engine/rpc/server.js';
 import { privateSocketPath, removeEngineSocket } from '../../src/engine/rpc/socket-dir.js';
 import { EngineError, type EngineInfo, type EngineStats, type TextScoreRequest, type TextScoreResult } from '../../src/engine/types.js';
 
-const REQUEST: TextScoreRequest = { system: null, prefix: 'state\n', branches: [{ suffix: 'q?', answers: [[1, 2], [3]] }], maxPromptTokens: 100, tenant: 'key_a' };
-const RESULT: TextScoreResult = { branches: [[-0.1053605156578263, -2.3025850929940455]], promptTokens: 12, prefixTokens: 8, evaluatedTokens: 12, cachedTokens: 0 };
+const REQUEST: TextScoreRequest = {
+  system: null,
+  prefix: 'state\n',
+  branches: [{ suffix: 'q?', answers: [[1, 2], [3]] }],
+  maxPromptTokens: 100,
+  tenant: 'key_a',
+};
+const RESULT: TextScoreResult = {
+  branches: [[-0.1053605156578263, -2.3025850929940455]],
+  promptTokens: 12,
+  prefixTokens: 8,
+  evaluatedTokens: 12,
+  cachedTokens: 0,
+};
 const INFO = { path: '/models/m.gguf', backend: 'cpu' } as EngineInfo;
 
 /** A fake engine whose scoreText waits until the test settles it or its signal aborts. */
@@ -129,7 +141,10 @@ t.test('answers are matched to their calls, in whatever order they finish', asyn
   const answers = [0, 1, 2].map((i) => channel.score({ ...REQUEST, prefix: `p${i}` }));
   t.ok(await until(() => fake.calls.length === 3));
   for (const i of [2, 0, 1]) fake.calls.find((c) => c.request.prefix === `p${i}`)!.settle({ ...RESULT, promptTokens: i });
-  t.same((await Promise.all(answers)).map((r) => r.promptTokens), [0, 1, 2]);
+  t.same(
+    (await Promise.all(answers)).map((r) => r.promptTokens),
+    [0, 1, 2],
+  );
 });
 
 t.test('an engine error keeps its code, message and details', async (t) => {
@@ -183,7 +198,10 @@ t.test("a caller's process that dies has its jobs aborted in the engine, and onl
     for (const prefix of ['doomed-a', 'doomed-b']) channel.score({ ...${JSON.stringify(REQUEST)}, prefix }).catch(() => {});
     setInterval(() => {}, 1000);`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
-  t.ok(await until(() => fake.calls.filter((c) => c.request.prefix.startsWith('doomed')).length === 2, 15_000), 'the other process has two calls in the engine');
+  t.ok(
+    await until(() => fake.calls.filter((c) => c.request.prefix.startsWith('doomed')).length === 2, 15_000),
+    'the other process has two calls in the engine',
+  );
   child.kill('SIGKILL');
   t.ok(await until(() => fake.aborted.length === 2), 'both of its jobs were aborted');
   t.same(fake.aborted.sort(), ['doomed-a', 'doomed-b']);

@@ -92,11 +92,20 @@ t.test('batched == alone: 8 concurrent calls equal the same calls made one after
   const concurrentDecodes = engine.stats().decodes - decodesBefore;
   // Alone, each call is two decodes (prefix, then branch). The branches per decode are capped to
   // keep decodes short, but the prefixes share one.
-  t.ok(concurrentDecodes < 2 * calls.length, `concurrent calls shared decodes (${concurrentDecodes} for ${calls.length} calls that take ${2 * calls.length} alone)`);
+  t.ok(
+    concurrentDecodes < 2 * calls.length,
+    `concurrent calls shared decodes (${concurrentDecodes} for ${calls.length} calls that take ${2 * calls.length} alone)`,
+  );
   const sequential: ScoreOutcome[] = [];
   for (const c of calls) sequential.push(await engine.score(c.prefix, c.branches));
-  sameScores(t, concurrent.map((r) => r.logprobs[0]!), sequential.map((r) => r.logprobs[0]!), 'concurrent vs sequential');
-  for (const [i, r] of concurrent.entries()) t.equal(r.evaluated, calls[i]!.prefix.length - r.cached + calls[i]!.branches[0]!.suffix.length, `call ${i} evaluated its uncached prefix and its suffix`);
+  sameScores(
+    t,
+    concurrent.map((r) => r.logprobs[0]!),
+    sequential.map((r) => r.logprobs[0]!),
+    'concurrent vs sequential',
+  );
+  for (const [i, r] of concurrent.entries())
+    t.equal(r.evaluated, calls[i]!.prefix.length - r.cached + calls[i]!.branches[0]!.suffix.length, `call ${i} evaluated its uncached prefix and its suffix`);
 });
 
 t.test('prefix cache: the same prefix twice evaluates only the suffix the second time', async (t) => {
@@ -123,7 +132,7 @@ t.test('one decode: a cold prefix and its one question are decoded together, wit
   // Earlier tests' states share this one's first tokens ("Support ticket #"), reused from the cache.
   t.equal(cold.evaluated, prefix.length - cold.cached + branch.suffix.length, 'each token not cached evaluated once');
   const cached = await engine.score(prefix, [branch]);
-  t.equal(cached.cached, prefix.length, 'the prefix was cached without the branch\'s cells');
+  t.equal(cached.cached, prefix.length, "the prefix was cached without the branch's cells");
   sameScores(t, cached.logprobs, cold.logprobs, 'branch in its own decode vs behind its prefix');
 });
 
@@ -131,7 +140,12 @@ t.test('batched == alone: a question of 64 tokens or more scores the same beside
   // llama.cpp's fast CPU attention tiles a sequence's queries from 64 tokens on; split into a
   // micro-batch beside a shorter branch, the long one's tokens took the untiled kernel (0.29 nats).
   const prefix = withBos(state('#long-question'));
-  const long = { suffix: question(`${QUESTIONS[2]} Consider billing, logins, exports, performance, security, onboarding, refunds, shipping, hardware, privacy, accessibility, the mobile app, the public API, data retention and third-party integrations before you answer.`), candidates: LABELS };
+  const long = {
+    suffix: question(
+      `${QUESTIONS[2]} Consider billing, logins, exports, performance, security, onboarding, refunds, shipping, hardware, privacy, accessibility, the mobile app, the public API, data retention and third-party integrations before you answer.`,
+    ),
+    candidates: LABELS,
+  };
   t.ok(long.suffix.length >= 64, `the long question has ${long.suffix.length} tokens`);
   const short = { suffix: question(QUESTIONS[0]!), candidates: LABELS };
   await engine.score(prefix, [short]);
@@ -207,7 +221,10 @@ t.test('probabilities: the full-vocabulary softmax sums to 1 and renormalised ca
   const total = full.reduce((s, lp) => s + Math.exp(lp), 0);
   t.ok(Math.abs(total - 1) < 1e-3, `sum over the vocabulary ${total}`);
   const labels = Array.from(r.logprobs[1]!);
-  t.ok(labels.every((lp) => lp < 0), 'every candidate log-prob is below 0');
+  t.ok(
+    labels.every((lp) => lp < 0),
+    'every candidate log-prob is below 0',
+  );
   const raw = labels.map(Math.exp);
   const rawSum = raw.reduce((a, b) => a + b, 0);
   t.ok(rawSum > 0 && rawSum < 1, `raw candidate mass ${rawSum} is a proper part of the vocabulary`);
@@ -243,14 +260,30 @@ t.test('an obvious answer ranks first', async (t) => {
   const rank = (row: number[]) => cities[row.indexOf(Math.max(...row))];
   t.equal(rank(text.branches[0]!), ' Paris', 'through scoreText');
   t.equal(rank(text.branches[1]!), ' Berlin', 'and the other branch of the same call');
-  const framed = local.tokenizeRequest({ system: null, prefix: 'Geography quiz.\n', branches: [{ suffix: 'Question: What is the capital of France?', answers: [] }, { suffix: 'Question: What is the capital of Germany?', answers: [] }] });
+  const framed = local.tokenizeRequest({
+    system: null,
+    prefix: 'Geography quiz.\n',
+    branches: [
+      { suffix: 'Question: What is the capital of France?', answers: [] },
+      { suffix: 'Question: What is the capital of Germany?', answers: [] },
+    ],
+  });
   t.equal(text.prefixTokens, framed.prefix.length);
-  t.equal(text.promptTokens, framed.prefix.length + framed.suffixes[0]!.length + framed.suffixes[1]!.length, 'charged: the prefix once plus every framed suffix');
+  t.equal(
+    text.promptTokens,
+    framed.prefix.length + framed.suffixes[0]!.length + framed.suffixes[1]!.length,
+    'charged: the prefix once plus every framed suffix',
+  );
 });
 
-t.test('an answer\'s spellings are summed: log Σ exp over its tokens', async (t) => {
+t.test("an answer's spellings are summed: log Σ exp over its tokens", async (t) => {
   const [a, b] = [firstToken(' A'), firstToken(' B')];
-  const r = await local.scoreText({ system: null, prefix: 'Pick a letter.\n', branches: [{ suffix: 'Letter', answers: [[a], [b], [a, b]] }], maxPromptTokens: 2048 });
+  const r = await local.scoreText({
+    system: null,
+    prefix: 'Pick a letter.\n',
+    branches: [{ suffix: 'Letter', answers: [[a], [b], [a, b]] }],
+    maxPromptTokens: 2048,
+  });
   const [la, lb, both] = r.branches[0]!;
   t.ok(Math.abs(both! - Math.log(Math.exp(la!) + Math.exp(lb!))) < 1e-9, `${both} vs log(e^${la} + e^${lb})`);
 });

@@ -111,7 +111,15 @@ export async function startFakeHub(repos: Record<string, HubRepo> = {}): Promise
   const hub: FakeHub = { url: '', repos: new Map(Object.entries(repos)), served: [], close: async () => {} };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url!, 'http://hub');
-    const record: Served = { method: req.method!, url: url.pathname, range: req.headers.range ?? null, auth: req.headers.authorization ?? null, status: 0, sent: 0, complete: false };
+    const record: Served = {
+      method: req.method!,
+      url: url.pathname,
+      range: req.headers.range ?? null,
+      auth: req.headers.authorization ?? null,
+      status: 0,
+      sent: 0,
+      complete: false,
+    };
     hub.served.push(record);
     const reply = (status: number, body: string, type = 'application/json'): void => {
       record.status = status;
@@ -122,14 +130,21 @@ export async function startFakeHub(repos: Record<string, HubRepo> = {}): Promise
     if (tree) {
       const repo = hub.repos.get(tree[1]!);
       if (!repo) return reply(404, JSON.stringify({ error: 'Repository not found' }));
-      const listing = Object.entries(repo.files).map(([path, f]) => ({ type: 'file', oid: sha256(f.data).slice(0, 40), size: f.data.length, path, lfs: { oid: f.stated ?? sha256(f.data), size: f.data.length, pointerSize: 134 } }));
+      const listing = Object.entries(repo.files).map(([path, f]) => ({
+        type: 'file',
+        oid: sha256(f.data).slice(0, 40),
+        size: f.data.length,
+        path,
+        lfs: { oid: f.stated ?? sha256(f.data), size: f.data.length, pointerSize: 134 },
+      }));
       return reply(200, JSON.stringify(listing));
     }
     const resolve = /^\/([^/]+\/[^/]+)\/resolve\/main\/(.+)$/.exec(url.pathname);
     if (resolve) {
       const found = findFile(hub, resolve[1]!, decodeURIComponent(resolve[2]!));
       if (!found) return reply(404, 'Entry not found', 'text/plain');
-      if (!authorised(found.repo, req)) return reply(401, JSON.stringify({ error: 'Access to model is restricted. You must have access to it and be authenticated to access it.' }));
+      if (!authorised(found.repo, req))
+        return reply(401, JSON.stringify({ error: 'Access to model is restricted. You must have access to it and be authenticated to access it.' }));
       record.status = 302;
       res.writeHead(302, {
         location: `/cdn/${resolve[1]!}/${resolve[2]!}`,

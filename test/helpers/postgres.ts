@@ -130,15 +130,23 @@ function startServer(bins: Binaries, dataDir: string, port: number): Promise<Chi
     const child = spawn(
       bins.postgres,
       [
-        '-D', dataDir,
-        '-p', String(port),
-        '-c', 'listen_addresses=127.0.0.1',
-        '-c', 'unix_socket_directories=',
-        '-c', 'max_connections=200',
+        '-D',
+        dataDir,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+        '-c',
+        'max_connections=200',
         // A test server is thrown away afterwards; flushing to disk would only slow the suite.
-        '-c', 'fsync=off',
-        '-c', 'synchronous_commit=off',
-        '-c', 'full_page_writes=off',
+        '-c',
+        'fsync=off',
+        '-c',
+        'synchronous_commit=off',
+        '-c',
+        'full_page_writes=off',
       ],
       { ...bins.as, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
@@ -182,7 +190,13 @@ function stopServer(child: ChildProcess): Promise<void> {
 /** The postmaster and its backends, the processes a hung server stops. */
 function serverPids(child: ChildProcess): number[] {
   const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(child.pid)], { encoding: 'utf8' }).stdout;
-  return [child.pid!, ...children.split('\n').filter((l) => l.trim() !== '').map(Number)];
+  return [
+    child.pid!,
+    ...children
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map(Number),
+  ];
 }
 
 /** Starts a fresh server; a string with the reason when the binaries cannot run on this machine. */

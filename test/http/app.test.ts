@@ -19,7 +19,15 @@ async function serve(t: Test, engine: EngineService, status: () => EngineStatus)
   const dir = t.testdir();
   const config = loadConfig(['--data-dir', dir, '--port', '0'], { ARBITRA_MODEL_ALIASES: 'fast=default' });
   const store = await openStore(dir);
-  const deps = createAppDeps(config, { engine, engines: () => [{ engine: 0, device: null, status: status() }], store, workers: 3, httpImplementation: () => 'uws', metricsText: localMetricsText, log: () => {} });
+  const deps = createAppDeps(config, {
+    engine,
+    engines: () => [{ engine: 0, device: null, status: status() }],
+    store,
+    workers: 3,
+    httpImplementation: () => 'uws',
+    metricsText: localMetricsText,
+    log: () => {},
+  });
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createApp(deps), prefer: 'uws' });
   t.teardown(async () => {
     await server.close();
@@ -40,17 +48,17 @@ t.test('while the model loads', async (t) => {
   const health = await fetch(`${base}/health`);
   t.equal(health.status, 503);
   t.ok(health.headers.get('retry-after'));
-  const h = (await health.json());
+  const h = await health.json();
   t.match(h, { status: 'loading', api_version: '2026-10-12', model: { id: DEFAULT_MODEL.name, loaded: false }, workers: 3, http: 'uws' });
   t.type(h.uptime_s, 'number');
 
   const anon = await fetch(`${base}/v1/models`);
   t.equal(anon.status, 401);
-  t.equal(((await anon.json())).detail.error_type, 'authentication_error');
+  t.equal((await anon.json()).detail.error_type, 'authentication_error');
   const models = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
   t.equal(models.status, 503, 'an engine that is not ready is a 503, not a 500');
   t.equal(models.headers.get('retry-after'), '2');
-  t.equal(((await models.json())).detail.error_type, 'service_unavailable');
+  t.equal((await models.json()).detail.error_type, 'service_unavailable');
 
   t.same(deps.models.names, [DEFAULT_MODEL.name, 'jev-latest', 'jev-preview', 'default', 'fast']);
   t.equal(deps.models.resolve('jev-latest'), DEFAULT_MODEL.name);
@@ -78,7 +86,7 @@ t.test('/openapi.json describes every route with its schemas and errors', async 
   const { base, deps } = await serve(t, loading, () => 'loading');
   const res = await fetch(`${base}/openapi.json`);
   t.equal(res.status, 200);
-  const doc = (await res.json());
+  const doc = await res.json();
   t.equal(doc.openapi, '3.1.0');
   t.equal(doc.info.version, '2026-10-12');
   const routes = apiRoutes(deps);
@@ -109,10 +117,21 @@ t.test('with the real model loaded', { skip: !fs.existsSync(modelFile) && 'the t
   t.match(await health.json(), { status: 'ok', model: { id: DEFAULT_MODEL.name, loaded: true } });
   const res = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
   t.equal(res.status, 200);
-  const body = (await res.json());
+  const body = await res.json();
   t.equal(body.object, 'list');
   t.same(body.models, body.data);
-  t.same(body.data.map((m: any) => m.id), [DEFAULT_MODEL.name, 'jev-latest', 'jev-preview', 'default', 'fast']);
+  t.same(
+    body.data.map((m: any) => m.id),
+    [DEFAULT_MODEL.name, 'jev-latest', 'jev-preview', 'default', 'fast'],
+  );
   const info = await engine.info();
-  for (const m of body.data) t.match(m, { object: 'model', owned_by: 'arbitra', max_context_tokens: promptCapacity(info), description: String, name: m.id, release_date: /^\d{4}-\d{2}-\d{2}$/ });
+  for (const m of body.data)
+    t.match(m, {
+      object: 'model',
+      owned_by: 'arbitra',
+      max_context_tokens: promptCapacity(info),
+      description: String,
+      name: m.id,
+      release_date: /^\d{4}-\d{2}-\d{2}$/,
+    });
 });

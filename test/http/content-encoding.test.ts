@@ -99,7 +99,11 @@ t.test('decodeBody', async (t) => {
     t.same(await decodeBody(data, parsed.codings, MiB), body, name);
   }
   const layered = fixture('body.json.gz.zst');
-  await t.rejects(decodeBody(layered, ['zstd', 'gzip'], MiB), { name: 'BodyDecodingError', coding: 'gzip', reason: 'corrupt' }, 'the last listed coding is undone first');
+  await t.rejects(
+    decodeBody(layered, ['zstd', 'gzip'], MiB),
+    { name: 'BodyDecodingError', coding: 'gzip', reason: 'corrupt' },
+    'the last listed coding is undone first',
+  );
   for (const [coding, data] of [
     ['zstd', fixture('body.json.zst')],
     ['gzip', zlib.gzipSync(body)],
@@ -108,9 +112,17 @@ t.test('decodeBody', async (t) => {
   ] as const) {
     t.same(await decodeBody(data, [coding], body.length), body, `${coding} at exactly the limit`);
     await t.rejects(decodeBody(data, [coding], body.length - 1), { name: 'BodyDecodingError', coding, reason: 'too_large' }, `${coding} one byte over`);
-    await t.rejects(decodeBody(data.subarray(0, data.length - 8), [coding], MiB), { name: 'BodyDecodingError', coding, reason: 'corrupt' }, `${coding} truncated`);
+    await t.rejects(
+      decodeBody(data.subarray(0, data.length - 8), [coding], MiB),
+      { name: 'BodyDecodingError', coding, reason: 'corrupt' },
+      `${coding} truncated`,
+    );
   }
-  await t.rejects(decodeBody(zlib.deflateRawSync(body), ['deflate'], MiB), { name: 'BodyDecodingError', coding: 'deflate', reason: 'corrupt' }, 'deflate is the zlib format, not a bare stream');
+  await t.rejects(
+    decodeBody(zlib.deflateRawSync(body), ['deflate'], MiB),
+    { name: 'BodyDecodingError', coding: 'deflate', reason: 'corrupt' },
+    'deflate is the zlib format, not a bare stream',
+  );
 });
 
 t.test('the OpenAPI document states the encodings and the errors of a body', async (t) => {
@@ -168,7 +180,10 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
         t.equal(d.error_type, 'payload_too_large', name);
         t.match(d.message, /decoded request body exceeds the limit of 1048576 bytes/, name);
         t.equal(d.max_body_bytes, MiB);
-        t.ok(growth < expands / 8 && growth < 64 * MiB, `${name}: ${data.length} bytes expanding to ${expands / MiB} MiB; peak RSS grew ${(growth / MiB).toFixed(1)} MiB`);
+        t.ok(
+          growth < expands / 8 && growth < 64 * MiB,
+          `${name}: ${data.length} bytes expanding to ${expands / MiB} MiB; peak RSS grew ${(growth / MiB).toFixed(1)} MiB`,
+        );
         t.ok(ms < 5000, `${name}: answered in ${ms.toFixed(0)} ms`);
       }
       const after = await post(base, '/echo', { 'content-encoding': 'zstd' }, fixture('body.json.zst'));
@@ -247,7 +262,15 @@ async function serveApp(t: Test, impl: HttpImplementation): Promise<string> {
   const data = t.testdir();
   const config = loadConfig(['--data-dir', data, '--port', '0'], {});
   const store = await openStore(data);
-  const deps = createAppDeps(config, { engine: loading, engines: () => [{ engine: 0, device: null, status: 'loading' }], store, workers: 1, httpImplementation: () => impl, metricsText: localMetricsText, log: () => {} });
+  const deps = createAppDeps(config, {
+    engine: loading,
+    engines: () => [{ engine: 0, device: null, status: 'loading' }],
+    store,
+    workers: 1,
+    httpImplementation: () => impl,
+    metricsText: localMetricsText,
+    log: () => {},
+  });
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createApp(deps), prefer: impl });
   t.teardown(async () => {
     await server.close();
@@ -265,7 +288,10 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
     const res = await post(base, '/v1/waitlist', { 'content-encoding': 'zstd' }, fixture('body.json.zst'));
     t.equal(res.status, 422, 'the decoded JSON reaches validation');
     const items = ((await res.json()) as { detail: { type: string; loc: unknown[] }[] }).detail;
-    t.ok(items.some((d) => d.type === 'missing' && d.loc.join('.') === 'body.email'), 'a missing member, not json_invalid');
+    t.ok(
+      items.some((d) => d.type === 'missing' && d.loc.join('.') === 'body.email'),
+      'a missing member, not json_invalid',
+    );
     const bomb = await post(base, '/v1/waitlist', { 'content-encoding': 'zstd' }, fixture('bomb-1g.zst'));
     t.equal(bomb.status, 413, 'the configured limit applies to the decoded body');
   });

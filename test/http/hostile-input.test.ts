@@ -34,7 +34,15 @@ async function serve(t: Test, impl: HttpImplementation) {
     ARBITRA_IP_LIMIT_PER_MINUTE: '10000',
   });
   const store = await openStore(dir, storeOptions(config));
-  const deps = createAppDeps(config, { engine: engine!, engines: () => [{ engine: 0, device: null, status: 'ready' }], store, workers: 1, httpImplementation: () => impl, metricsText: localMetricsText, log: () => {} });
+  const deps = createAppDeps(config, {
+    engine: engine!,
+    engines: () => [{ engine: 0, device: null, status: 'ready' }],
+    store,
+    workers: 1,
+    httpImplementation: () => impl,
+    metricsText: localMetricsText,
+    log: () => {},
+  });
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createApp(deps), prefer: impl });
   t.teardown(async () => {
     await server.close();
@@ -87,7 +95,11 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       t.equal(over.loc.length, MAX_JSON_DEPTH + 1);
 
       jsonInvalid(t, await decide(`{"state":${nested(10_000)},"questions":{"q":{}}}`), 'a state 10,000 deep');
-      const instructions = jsonInvalid(t, await decide(`{"state":"s","questions":{"q":{"instructions":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}}}`), 'instructions 10,000 deep');
+      const instructions = jsonInvalid(
+        t,
+        await decide(`{"state":"s","questions":{"q":{"instructions":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}}}`),
+        'instructions 10,000 deep',
+      );
       t.same(instructions.loc.slice(0, 5), ['body', 'questions', 'q', 'instructions', 'a']);
       const malformed = jsonInvalid(t, await decide(`{"state":${'['.repeat(100_000)}`), 'a malformed body 100,000 deep');
       t.match(malformed, { loc: ['body', 9 + MAX_JSON_DEPTH - 1], ctx: { error: TOO_DEEP } }, 'the scanner that explains it stops at the limit too');
@@ -118,7 +130,10 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       for (const name of names) {
         const reply = await decide(`{"state":"x","questions":{${JSON.stringify(name)}:true}}`);
         t.equal(reply.status, 422, `${JSON.stringify(name.slice(0, 12))} with a value that is not a question`);
-        t.same(reply.json.detail.map((d: any) => [d.type, d.loc]), [['dict_type', ['body', 'questions', name]]]);
+        t.same(
+          reply.json.detail.map((d: any) => [d.type, d.loc]),
+          [['dict_type', ['body', 'questions', name]]],
+        );
       }
       const bad = await decide(`{"state":"x","questions":{"a\\nb":{"type":"choice","criteria":{"x\\ny":5,"z":null}}}}`);
       t.equal(bad.status, 422, 'a criteria label with a line break is checked too');
@@ -132,7 +147,10 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
 
       const empty = await decide('{"state":"x","questions":{}}');
       t.equal(empty.status, 422, 'no questions never reach the engine');
-      t.same(empty.json.detail.map((d: any) => [d.type, d.loc]), [['too_short', ['body', 'questions']]]);
+      t.same(
+        empty.json.detail.map((d: any) => [d.type, d.loc]),
+        [['too_short', ['body', 'questions']]],
+      );
     });
 
     t.test('path ids are bounded before the store sees them', async (t) => {

@@ -17,9 +17,27 @@ const routes: Route[] = [
   { method: 'GET', path: '/items/special', handler: () => ({ status: 200, body: { special: true } }) },
   { method: 'POST', path: '/things', handler: (req) => ({ status: 200, body: parseThing(req) }) },
   { method: 'POST', path: '/size', handler: (req) => ({ status: 200, body: { bytes: req.body.length } }) },
-  { method: 'GET', path: '/limited', handler: () => { throw new ApiError('rate_limited', 'Slow down.', { limit: 5 }, 1.2); } },
-  { method: 'GET', path: '/down', handler: async () => { throw new ApiError('service_unavailable', 'Engine restarting.'); } },
-  { method: 'GET', path: '/boom', handler: () => { throw new Error('kaboom with internals'); } },
+  {
+    method: 'GET',
+    path: '/limited',
+    handler: () => {
+      throw new ApiError('rate_limited', 'Slow down.', { limit: 5 }, 1.2);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/down',
+    handler: async () => {
+      throw new ApiError('service_unavailable', 'Engine restarting.');
+    },
+  },
+  {
+    method: 'GET',
+    path: '/boom',
+    handler: () => {
+      throw new Error('kaboom with internals');
+    },
+  },
   { method: 'GET', path: '/text', handler: () => ({ status: 200, headers: { 'content-type': 'text/plain; version=0.0.4' }, body: 'plain\n' }) },
 ];
 
@@ -62,33 +80,42 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
     t.test('404 and 405 as JSON errors', async (t) => {
       const nf = await fetch(`${base}/nowhere`);
       t.equal(nf.status, 404);
-      t.equal(((await nf.json())).detail.error_type, 'not_found');
+      t.equal((await nf.json()).detail.error_type, 'not_found');
       t.match(nf.headers.get('x-request-id'), UUID);
       const na = await fetch(`${base}/items/1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{}' });
       t.equal(na.status, 405);
       t.equal(na.headers.get('allow'), 'DELETE, GET');
-      const body = (await na.json());
+      const body = await na.json();
       t.equal(body.detail.error_type, 'method_not_allowed');
       t.type(body.detail.message, 'string');
       t.equal(na.headers.get('x-arbitra-api-version'), '2026-10-12');
     });
 
     t.test('JSON bodies: parsed, defaulted, validated', async (t) => {
-      const ok = await fetch(`${base}/things`, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"name":"x","junk":1}' });
+      const ok = await fetch(`${base}/things`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+        body: '{"name":"x","junk":1}',
+      });
       t.equal(ok.status, 200);
       t.same(await ok.json(), { name: 'x', count: 1 });
       const bad = await fetch(`${base}/things`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"count":-1}' });
       t.equal(bad.status, 422);
-      t.same(((await bad.json())).detail.map((d: any) => [d.type, d.loc]), [
-        ['missing', ['body', 'name']],
-        ['greater_than_equal', ['body', 'count']],
-      ]);
+      t.same(
+        (await bad.json()).detail.map((d: any) => [d.type, d.loc]),
+        [
+          ['missing', ['body', 'name']],
+          ['greater_than_equal', ['body', 'count']],
+        ],
+      );
       const broken = await fetch(`${base}/things`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name": tru}' });
       t.equal(broken.status, 422);
-      t.same(await broken.json(), { detail: [{ type: 'json_invalid', loc: ['body', 9], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }] });
+      t.same(await broken.json(), {
+        detail: [{ type: 'json_invalid', loc: ['body', 9], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }],
+      });
       const empty = await fetch(`${base}/things`, { method: 'POST' });
       t.equal(empty.status, 422, 'no content-type and no body is not a 415');
-      t.equal(((await empty.json())).detail[0].type, 'missing');
+      t.equal((await empty.json()).detail[0].type, 'missing');
       const del = await fetch(`${base}/items/7`, { method: 'DELETE' });
       t.equal(del.status, 200, 'a bodiless DELETE needs no content-type');
     });
@@ -97,7 +124,7 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx']) {
         const res = await fetch(`${base}/things`, { method: 'POST', headers: { 'content-type': type }, body: '{"name":"x"}' });
         t.equal(res.status, 415, type);
-        t.equal(((await res.json())).detail.error_type, 'unsupported_media_type');
+        t.equal((await res.json()).detail.error_type, 'unsupported_media_type');
       }
       const none = await raw(server.port, { method: 'POST', path: '/things', headers: { 'content-length': '12' } }, [Buffer.from('{"name":"x"}')]);
       t.equal(none.status, 415, 'a body without content-type');
@@ -106,15 +133,24 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
     t.test('413 before buffering past the limit', async (t) => {
       const exact = await fetch(`${base}/size`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `"${'a'.repeat(1022)}"` });
       t.same(await exact.json(), { bytes: 1024 }, 'exactly the limit is accepted');
-      const declared = await raw(server.port, { method: 'POST', path: '/size', headers: { 'content-type': 'application/json', 'content-length': '1025' } }, [Buffer.alloc(1025, 32)]);
+      const declared = await raw(server.port, { method: 'POST', path: '/size', headers: { 'content-type': 'application/json', 'content-length': '1025' } }, [
+        Buffer.alloc(1025, 32),
+      ]);
       t.equal(declared.status, 413);
       const body = JSON.parse(declared.body);
       t.equal(body.detail.error_type, 'payload_too_large');
       t.equal(body.detail.max_body_bytes, 1024);
       t.equal(declared.headers['x-arbitra-api-version'], '2026-10-12');
-      const chunked = await raw(server.port, { method: 'POST', path: '/size', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, [Buffer.alloc(600, 32), Buffer.alloc(600, 32)]);
+      const chunked = await raw(
+        server.port,
+        { method: 'POST', path: '/size', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        [Buffer.alloc(600, 32), Buffer.alloc(600, 32)],
+      );
       t.equal(chunked.status, 413, 'a chunked body that outgrows the limit');
-      const small = await raw(server.port, { method: 'POST', path: '/size', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, [Buffer.from('[1,'), Buffer.from('2]')]);
+      const small = await raw(server.port, { method: 'POST', path: '/size', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, [
+        Buffer.from('[1,'),
+        Buffer.from('2]'),
+      ]);
       t.same(JSON.parse(small.body), { bytes: 5 }, 'a chunked body within the limit is assembled');
     });
 
@@ -127,14 +163,14 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       const down = await fetch(`${base}/down`);
       t.equal(down.status, 503);
       t.equal(down.headers.get('retry-after'), '1');
-      t.equal(((await down.json())).detail.error_type, 'service_unavailable');
+      t.equal((await down.json()).detail.error_type, 'service_unavailable');
     });
 
     t.test('an unexpected exception is a generic 500, logged without the body', async (t) => {
       logged.length = 0;
       const res = await fetch(`${base}/boom`, { headers: { authorization: 'Bearer arb_secret_value' } });
       t.equal(res.status, 500);
-      const body = (await res.json());
+      const body = await res.json();
       t.equal(body.detail.error_type, 'internal_error');
       t.notMatch(body.detail.message, /kaboom/, 'internals stay in the log');
       t.equal(logged.length, 1);
@@ -152,13 +188,17 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
     t.test('keep-alive: many requests on few connections', async (t) => {
       const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
       const results = await Promise.all(
-        Array.from({ length: 40 }, (_, i) =>
-          new Promise<number>((resolve, reject) => {
-            http.get({ host: '127.0.0.1', port: server.port, path: `/items/${i}`, agent }, (res) => {
-              res.resume();
-              res.on('end', () => resolve(res.statusCode ?? 0));
-            }).on('error', reject);
-          }),
+        Array.from(
+          { length: 40 },
+          (_, i) =>
+            new Promise<number>((resolve, reject) => {
+              http
+                .get({ host: '127.0.0.1', port: server.port, path: `/items/${i}`, agent }, (res) => {
+                  res.resume();
+                  res.on('end', () => resolve(res.statusCode ?? 0));
+                })
+                .on('error', reject);
+            }),
         ),
       );
       agent.destroy();

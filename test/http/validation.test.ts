@@ -18,7 +18,10 @@ const Noul = Type.Object({
 const Choice = Type.Object({
   type: Type.Literal('choice'),
   instructions: Type.Optional(Text),
-  criteria: Type.Union([Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), { minProperties: 2, maxProperties: 4 }), Type.Array(Type.String(), { minItems: 2, maxItems: 4 })]),
+  criteria: Type.Union([
+    Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), { minProperties: 2, maxProperties: 4 }),
+    Type.Array(Type.String(), { minItems: 2, maxItems: 4 }),
+  ]),
 });
 const Score = Type.Object({
   type: Type.Literal('score'),
@@ -59,7 +62,11 @@ const cases: [string, unknown, unknown[]][] = [
       { type: 'missing', loc: ['body', 'questions'], msg: 'Field required', input: {} },
     ],
   ],
-  ['model wrong type (nullable string)', { ...good, model: 5 }, [{ type: 'string_type', loc: ['body', 'model'], msg: 'Input should be a valid string', input: 5 }]],
+  [
+    'model wrong type (nullable string)',
+    { ...good, model: 5 },
+    [{ type: 'string_type', loc: ['body', 'model'], msg: 'Input should be a valid string', input: 5 }],
+  ],
   [
     'state of no accepted kind lists each kind once',
     { ...good, state: 12 },
@@ -69,16 +76,36 @@ const cases: [string, unknown, unknown[]][] = [
       { type: 'list_type', loc: ['body', 'state'], msg: 'Input should be a valid list', input: 12 },
     ],
   ],
-  ['questions not a map', { state: 's', questions: ['a'] }, [{ type: 'dict_type', loc: ['body', 'questions'], msg: 'Input should be a valid dictionary', input: ['a'] }]],
+  [
+    'questions not a map',
+    { state: 's', questions: ['a'] },
+    [{ type: 'dict_type', loc: ['body', 'questions'], msg: 'Input should be a valid dictionary', input: ['a'] }],
+  ],
   [
     'empty questions map',
     { state: 's', questions: {} },
-    [{ type: 'too_short', loc: ['body', 'questions'], msg: 'Dictionary should have at least 1 item after validation, not 0', input: {}, ctx: { field_type: 'Dictionary', min_length: 1, actual_length: 0 } }],
+    [
+      {
+        type: 'too_short',
+        loc: ['body', 'questions'],
+        msg: 'Dictionary should have at least 1 item after validation, not 0',
+        input: {},
+        ctx: { field_type: 'Dictionary', min_length: 1, actual_length: 0 },
+      },
+    ],
   ],
   [
     'unknown question type is a literal_error at the type field',
     { state: 's', questions: { q1: { type: 'maybe' } } },
-    [{ type: 'literal_error', loc: ['body', 'questions', 'q1', 'type'], msg: "Input should be 'noul', 'yes_no', 'choice' or 'score'", input: 'maybe', ctx: { expected: "'noul', 'yes_no', 'choice' or 'score'" } }],
+    [
+      {
+        type: 'literal_error',
+        loc: ['body', 'questions', 'q1', 'type'],
+        msg: "Input should be 'noul', 'yes_no', 'choice' or 'score'",
+        input: 'maybe',
+        ctx: { expected: "'noul', 'yes_no', 'choice' or 'score'" },
+      },
+    ],
   ],
   [
     'the discriminator picks the branch: choice without criteria',
@@ -88,7 +115,15 @@ const cases: [string, unknown, unknown[]][] = [
   [
     'score criteria too short (list)',
     { state: 's', questions: { s: { type: 'score', criteria: ['only'] } } },
-    [{ type: 'too_short', loc: ['body', 'questions', 's', 'criteria'], msg: 'List should have at least 2 items after validation, not 1', input: ['only'], ctx: { field_type: 'List', min_length: 2, actual_length: 1 } }],
+    [
+      {
+        type: 'too_short',
+        loc: ['body', 'questions', 's', 'criteria'],
+        msg: 'List should have at least 2 items after validation, not 1',
+        input: ['only'],
+        ctx: { field_type: 'List', min_length: 2, actual_length: 1 },
+      },
+    ],
   ],
   [
     'array positions are integers in loc',
@@ -98,12 +133,28 @@ const cases: [string, unknown, unknown[]][] = [
   [
     'choice criteria map too long picks the map branch',
     { state: 's', questions: { c: { type: 'choice', criteria: { a: null, b: null, c: null, d: null, e: null } } } },
-    [{ type: 'too_long', loc: ['body', 'questions', 'c', 'criteria'], msg: 'Dictionary should have at most 4 items after validation, not 5', input: { a: null, b: null, c: null, d: null, e: null }, ctx: { field_type: 'Dictionary', max_length: 4, actual_length: 5 } }],
+    [
+      {
+        type: 'too_long',
+        loc: ['body', 'questions', 'c', 'criteria'],
+        msg: 'Dictionary should have at most 4 items after validation, not 5',
+        input: { a: null, b: null, c: null, d: null, e: null },
+        ctx: { field_type: 'Dictionary', max_length: 4, actual_length: 5 },
+      },
+    ],
   ],
   [
     'debias literal',
     { ...good, options: { debias: 'shuffle' } },
-    [{ type: 'literal_error', loc: ['body', 'options', 'debias'], msg: "Input should be 'permute' or 'off'", input: 'shuffle', ctx: { expected: "'permute' or 'off'" } }],
+    [
+      {
+        type: 'literal_error',
+        loc: ['body', 'options', 'debias'],
+        msg: "Input should be 'permute' or 'off'",
+        input: 'shuffle',
+        ctx: { expected: "'permute' or 'off'" },
+      },
+    ],
   ],
   [
     'debias_passes below the minimum',
@@ -115,13 +166,55 @@ const cases: [string, unknown, unknown[]][] = [
     { ...good, options: { debias_passes: 9 } },
     [{ type: 'less_than_equal', loc: ['body', 'options', 'debias_passes'], msg: 'Input should be less than or equal to 8', input: 9, ctx: { le: 8 } }],
   ],
-  ['debias_passes fractional', { ...good, options: { debias_passes: 2.5 } }, [{ type: 'int_from_float', loc: ['body', 'options', 'debias_passes'], msg: 'Input should be a valid integer, got a number with a fractional part', input: 2.5 }]],
-  ['debias_passes as a string', { ...good, options: { debias_passes: 'four' } }, [{ type: 'int_parsing', loc: ['body', 'options', 'debias_passes'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: 'four' }]],
-  ['debias_passes as a boolean', { ...good, options: { debias_passes: true } }, [{ type: 'int_type', loc: ['body', 'options', 'debias_passes'], msg: 'Input should be a valid integer', input: true }]],
-  ['return_raw_probabilities not a boolean', { ...good, options: { return_raw_probabilities: 3 } }, [{ type: 'bool_type', loc: ['body', 'options', 'return_raw_probabilities'], msg: 'Input should be a valid boolean', input: 3 }]],
-  ['temperature not a number', { ...good, options: { temperature: [] } }, [{ type: 'float_type', loc: ['body', 'options', 'temperature'], msg: 'Input should be a valid number', input: [] }]],
-  ['temperature exclusive minimum', { ...good, options: { temperature: 0 } }, [{ type: 'greater_than', loc: ['body', 'options', 'temperature'], msg: 'Input should be greater than 0', input: 0, ctx: { gt: 0 } }]],
-  ['options of the wrong kind (nullable object)', { ...good, options: 'fast' }, [{ type: 'dict_type', loc: ['body', 'options'], msg: 'Input should be a valid dictionary', input: 'fast' }]],
+  [
+    'debias_passes fractional',
+    { ...good, options: { debias_passes: 2.5 } },
+    [
+      {
+        type: 'int_from_float',
+        loc: ['body', 'options', 'debias_passes'],
+        msg: 'Input should be a valid integer, got a number with a fractional part',
+        input: 2.5,
+      },
+    ],
+  ],
+  [
+    'debias_passes as a string',
+    { ...good, options: { debias_passes: 'four' } },
+    [
+      {
+        type: 'int_parsing',
+        loc: ['body', 'options', 'debias_passes'],
+        msg: 'Input should be a valid integer, unable to parse string as an integer',
+        input: 'four',
+      },
+    ],
+  ],
+  [
+    'debias_passes as a boolean',
+    { ...good, options: { debias_passes: true } },
+    [{ type: 'int_type', loc: ['body', 'options', 'debias_passes'], msg: 'Input should be a valid integer', input: true }],
+  ],
+  [
+    'return_raw_probabilities not a boolean',
+    { ...good, options: { return_raw_probabilities: 3 } },
+    [{ type: 'bool_type', loc: ['body', 'options', 'return_raw_probabilities'], msg: 'Input should be a valid boolean', input: 3 }],
+  ],
+  [
+    'temperature not a number',
+    { ...good, options: { temperature: [] } },
+    [{ type: 'float_type', loc: ['body', 'options', 'temperature'], msg: 'Input should be a valid number', input: [] }],
+  ],
+  [
+    'temperature exclusive minimum',
+    { ...good, options: { temperature: 0 } },
+    [{ type: 'greater_than', loc: ['body', 'options', 'temperature'], msg: 'Input should be greater than 0', input: 0, ctx: { gt: 0 } }],
+  ],
+  [
+    'options of the wrong kind (nullable object)',
+    { ...good, options: 'fast' },
+    [{ type: 'dict_type', loc: ['body', 'options'], msg: 'Input should be a valid dictionary', input: 'fast' }],
+  ],
   [
     'string too short',
     { ...good, use_case: 'short' },
@@ -137,8 +230,20 @@ const cases: [string, unknown, unknown[]][] = [
     { state: 's', questions: { a: { type: 'score', criteria: 'x' }, b: { type: 'nope' } }, options: { debias_passes: 0, debias: 1 } },
     [
       { type: 'list_type', loc: ['body', 'questions', 'a', 'criteria'], msg: 'Input should be a valid list', input: 'x' },
-      { type: 'literal_error', loc: ['body', 'questions', 'b', 'type'], msg: "Input should be 'noul', 'yes_no', 'choice' or 'score'", input: 'nope', ctx: { expected: "'noul', 'yes_no', 'choice' or 'score'" } },
-      { type: 'literal_error', loc: ['body', 'options', 'debias'], msg: "Input should be 'permute' or 'off'", input: 1, ctx: { expected: "'permute' or 'off'" } },
+      {
+        type: 'literal_error',
+        loc: ['body', 'questions', 'b', 'type'],
+        msg: "Input should be 'noul', 'yes_no', 'choice' or 'score'",
+        input: 'nope',
+        ctx: { expected: "'noul', 'yes_no', 'choice' or 'score'" },
+      },
+      {
+        type: 'literal_error',
+        loc: ['body', 'options', 'debias'],
+        msg: "Input should be 'permute' or 'off'",
+        input: 1,
+        ctx: { expected: "'permute' or 'off'" },
+      },
       { type: 'greater_than_equal', loc: ['body', 'options', 'debias_passes'], msg: 'Input should be greater than or equal to 2', input: 0, ctx: { ge: 2 } },
     ],
   ],
@@ -152,7 +257,10 @@ for (const [name, body, expected] of cases) {
 
 t.test('keys with a slash or tilde survive the JSON-pointer round trip', async (t) => {
   const errors = validate({ state: 's', questions: { 'a/b~c': { type: 'score', criteria: 5 } } });
-  t.same(errors.map((e) => e.loc), [['body', 'questions', 'a/b~c', 'criteria']]);
+  t.same(
+    errors.map((e) => e.loc),
+    [['body', 'questions', 'a/b~c', 'criteria']],
+  );
 });
 
 t.test('the loc prefix is configurable', async (t) => {
@@ -176,11 +284,15 @@ function failure(fn: () => unknown): unknown[] {
 
 t.test('parseJsonBody', async (t) => {
   t.same(parseJsonBody(req('{"a":[1,2]}')), { a: [1, 2] });
-  t.same(failure(() => parseJsonBody(req(''))), [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
+  t.same(
+    failure(() => parseJsonBody(req(''))),
+    [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }],
+  );
   t.equal(parseJsonBody(req('  '), { optional: true }), undefined);
-  t.same(failure(() => parseJsonBody(req('{"a": }'))), [
-    { type: 'json_invalid', loc: ['body', 6], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } },
-  ]);
+  t.same(
+    failure(() => parseJsonBody(req('{"a": }'))),
+    [{ type: 'json_invalid', loc: ['body', 6], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }],
+  );
 });
 
 t.test('locateJsonError speaks like Python json', async (t) => {
@@ -201,7 +313,10 @@ t.test('defaults reach the handler and unknown members do not', async (t) => {
   t.same(out, { state: 's', questions: { q: { type: 'noul' } }, options: { debias: 'off', debias_passes: 4, return_raw_probabilities: false } });
   t.notOk('surprise' in (out as object));
   t.same(applyDefaults(Options, {}), { debias: 'off', debias_passes: 4, return_raw_probabilities: false });
-  t.same(failure(() => parse(req('{"state": 1, "questions": {}}'))).map((e) => (e as { type: string }).type), ['string_type', 'dict_type', 'list_type', 'too_short']);
+  t.same(
+    failure(() => parse(req('{"state": 1, "questions": {}}'))).map((e) => (e as { type: string }).type),
+    ['string_type', 'dict_type', 'list_type', 'too_short'],
+  );
 });
 
 t.test('valueError for rules beyond the schema', async (t) => {

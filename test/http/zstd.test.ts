@@ -20,10 +20,7 @@ type Block = { raw: Buffer } | { rle: number; size: number };
  * `windowLog` (default 20: 1 MiB) in its Window_Descriptor.
  */
 function frame(blocks: Block[], opts: { contentSize?: number; windowLog?: number } = {}): Buffer {
-  const header =
-    opts.contentSize === undefined
-      ? [...MAGIC, 0x00, ((opts.windowLog ?? 20) - 10) << 3]
-      : [...MAGIC, 0xa0, ...le(opts.contentSize, 4)]; // FCS_Field_Size 4, single segment
+  const header = opts.contentSize === undefined ? [...MAGIC, 0x00, ((opts.windowLog ?? 20) - 10) << 3] : [...MAGIC, 0xa0, ...le(opts.contentSize, 4)]; // FCS_Field_Size 4, single segment
   const parts: Buffer[] = [Buffer.from(header)];
   blocks.forEach((b, i) => {
     const last = i === blocks.length - 1 ? 1 : 0;
@@ -109,7 +106,10 @@ t.test('a huge window without a declared size is lowered to the limit', async (t
     out = decodeZstd(huge, MiB);
   });
   t.equal(out.length, MiB);
-  t.ok(out.every((b) => b === 0x20), 'the content is the run');
+  t.ok(
+    out.every((b) => b === 0x20),
+    'the content is the run',
+  );
   t.ok(growth < 64 * MiB, `peak RSS grew by ${(growth / MiB).toFixed(1)} MiB`);
   const backReference = fixture('body.json.stream.zst');
   t.same(decodeZstd(backReference, body.length), body, 'a real 2 MiB-window frame decodes with its window lowered to 128 KiB');

@@ -83,7 +83,10 @@ if (cannotRun) {
     t.equal(fresh.json.keys.length, 2);
     t.notOk(fresh.text.includes(key.key), 'the list never shows a secret');
     t.notOk(fresh.json.keys.some((k: any) => 'key' in k));
-    t.match(fresh.json.keys.find((k: any) => k.id === key.id), { name: 'ci', prefix: key.prefix, masked: key.masked, revoked_at: null, last_used_at: null, month_requests: 0 });
+    t.match(
+      fresh.json.keys.find((k: any) => k.id === key.id),
+      { name: 'ci', prefix: key.prefix, masked: key.masked, revoked_at: null, last_used_at: null, month_requests: 0 },
+    );
 
     const before = Date.now();
     const ids: string[] = [];
@@ -147,12 +150,21 @@ if (cannotRun) {
       ['no token', { 'x-arbitra-user-email': 'console-user@example.com' }, 401, 'authentication_error'],
       ['wrong token', { 'x-arbitra-console-token': 'wrong-token-0123456789', 'x-arbitra-user-email': 'console-user@example.com' }, 401, 'authentication_error'],
       ['an API key instead', { authorization: `Bearer ${secret}`, 'x-arbitra-user-email': 'console-user@example.com' }, 401, 'authentication_error'],
-      ['an API key as the console token', { 'x-arbitra-console-token': secret, 'x-arbitra-user-email': 'console-user@example.com' }, 401, 'authentication_error'],
+      [
+        'an API key as the console token',
+        { 'x-arbitra-console-token': secret, 'x-arbitra-user-email': 'console-user@example.com' },
+        401,
+        'authentication_error',
+      ],
       ['no user email', { 'x-arbitra-console-token': server.console('x@example.com')['x-arbitra-console-token']! }, 422, null],
       ['a bad user email', server.console('not-an-email'), 422, null],
     ];
     for (const [name, headers, status, errorType] of cases) {
-      for (const [method, path] of [['GET', '/v1/console/api-keys'], ['POST', '/v1/console/api-keys'], ['GET', '/v1/console/account']] as const) {
+      for (const [method, path] of [
+        ['GET', '/v1/console/api-keys'],
+        ['POST', '/v1/console/api-keys'],
+        ['GET', '/v1/console/account'],
+      ] as const) {
         const r = await server.call(path, { method, headers, body: method === 'POST' ? {} : undefined });
         t.equal(r.status, status, `${name}: ${method} ${path}`);
         if (errorType) t.equal(r.json?.detail?.error_type, errorType);
@@ -174,7 +186,10 @@ if (cannotRun) {
     const replies = await Promise.all(keys.map((k) => decide(k)));
     t.same(statuses(replies), { 200: DAILY, 429: 200 - DAILY }, 'exactly the allowance passes');
     const quota = replies.filter((r) => r.status === 429);
-    t.ok(quota.every((r) => r.json?.detail?.error_type === 'quota_exceeded'), 'every refusal is quota_exceeded');
+    t.ok(
+      quota.every((r) => r.json?.detail?.error_type === 'quota_exceeded'),
+      'every refusal is quota_exceeded',
+    );
 
     const last = await decide(keys[0]!);
     limited(t, last, 'quota_exceeded');
@@ -184,8 +199,16 @@ if (cannotRun) {
 
     t.equal((await consoleCall(email, '/account')).json.total_requests, DAILY);
     const rows = (await consoleCall(email, '/usage')).json.rows;
-    t.equal(rows.reduce((a: number, r: any) => a + r.requests, 0), DAILY, 'usage rows add up to the admitted decisions');
-    t.equal(rows.reduce((a: number, r: any) => a + r.rate_limited, 0), 200 - DAILY + 1, 'and to the refusals');
+    t.equal(
+      rows.reduce((a: number, r: any) => a + r.requests, 0),
+      DAILY,
+      'usage rows add up to the admitted decisions',
+    );
+    t.equal(
+      rows.reduce((a: number, r: any) => a + r.rate_limited, 0),
+      200 - DAILY + 1,
+      'and to the refusals',
+    );
   });
 
   t.test('waitlist: validation, one entry per email, honeypot', async (t) => {
@@ -244,20 +267,32 @@ if (cannotRun) {
     ]);
     t.equal(batch.status, 200);
     t.equal(batch.json.accepted, 1);
-    t.same(batch.json.rejected.map((r: any) => r.index), [1, 2, 3]);
+    t.same(
+      batch.json.rejected.map((r: any) => r.index),
+      [1, 2, 3],
+    );
     t.match(batch.json.rejected[0].reason, /request_id/);
     t.match(batch.json.rejected[2].reason, /observed_at/);
 
     const stored = await store.traces.list(keyId);
     t.equal(stored.length, 2, 'the accepted traces are stored for the key');
-    t.same(stored.map((s) => [s.request_id, s.question, s.outcome]), [[decision.json.id, '', false], [decision.json.id, 'q', true]]);
+    t.same(
+      stored.map((s) => [s.request_id, s.question, s.outcome]),
+      [
+        [decision.json.id, '', false],
+        [decision.json.id, 'q', true],
+      ],
+    );
     t.same(stored.find((s) => s.question === 'q')?.metadata, { source: 'crm' });
 
     const resent = await send({ request_id: decision.json.id, question: 'q', outcome: false });
     t.same(resent.json, { accepted: 1, rejected: [] });
     t.same(
       (await store.traces.list(keyId)).map((s) => [s.question, s.outcome]),
-      [['', false], ['q', false]],
+      [
+        ['', false],
+        ['q', false],
+      ],
       'a re-sent trace for the same question replaces the earlier one',
     );
     t.equal((await server.call('/v1/traces', { body: { request_id: 'x', outcome: 1 } })).status, 401, 'traces need a key');

@@ -24,7 +24,12 @@ if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
   // No count caps, so only the cost decides; no self-test, whose decisions would be work in hand.
-  const env = (deadline: number) => ({ ARBITRA_REQUEST_DEADLINE_SECONDS: String(deadline), ARBITRA_MAX_QUESTIONS: '0', ARBITRA_MAX_BRANCHES: '0', ARBITRA_SELF_TEST: 'off' });
+  const env = (deadline: number) => ({
+    ARBITRA_REQUEST_DEADLINE_SECONDS: String(deadline),
+    ARBITRA_MAX_QUESTIONS: '0',
+    ARBITRA_MAX_BRANCHES: '0',
+    ARBITRA_SELF_TEST: 'off',
+  });
 
   t.test('work that cannot finish before the deadline is refused before any of it is done', async (t) => {
     const server = await startServer(t.testdir(), { workers: 1, env: env(10) });
@@ -89,7 +94,11 @@ if (cannotRun) {
 
     // Alone about 70% of what fits now: it would, but not sharing the engine with the large one.
     const now = await branchesThatFit(server, other.secret);
-    const behind = await server.call('/v1/systemone', { key: other.secret, body: body(Math.max(1, Math.floor(now.fit * 0.7)), 'Another long list.'), fresh: true });
+    const behind = await server.call('/v1/systemone', {
+      key: other.secret,
+      body: body(Math.max(1, Math.floor(now.fit * 0.7)), 'Another long list.'),
+      fresh: true,
+    });
     t.equal(behind.status, 429, 'refused because of the queue, not its size');
     t.equal(behind.json.detail.error_type, 'too_many_requests');
     t.equal(behind.json.detail.reason, 'engine_queue');

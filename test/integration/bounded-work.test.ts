@@ -56,13 +56,19 @@ if (cannotRun) {
     });
     t.equal(passes.status, 422, '3 questions × 4 passes = 12 branches is over 8');
     t.match(passes.json.detail[0].msg, /12 scored branches \(3 questions × 4 passes\).*at most 8.*ARBITRA_MAX_BRANCHES/);
-    const fits = await server.call('/v1/systemone', { key: secret, body: { state: 'x', questions: questions(2), options: { debias: 'permute', debias_passes: 4 } } });
+    const fits = await server.call('/v1/systemone', {
+      key: secret,
+      body: { state: 'x', questions: questions(2), options: { debias: 'permute', debias_passes: 4 } },
+    });
     t.equal(fits.status, 200, '2 × 4 = 8 branches is allowed');
   });
 
   t.test('a decision past the deadline is cancelled and answered 504; a client that leaves is cancelled too', async (t) => {
     // Admission by cost would refuse this work at once (test/integration/admission.test.ts); off, the deadline cancels it.
-    const server = await startServer(t.testdir(), { workers: 1, env: { ARBITRA_REQUEST_DEADLINE_SECONDS: '3', ARBITRA_MAX_QUESTIONS: '0', ARBITRA_MAX_BRANCHES: '0', ARBITRA_ADMISSION: 'off' } });
+    const server = await startServer(t.testdir(), {
+      workers: 1,
+      env: { ARBITRA_REQUEST_DEADLINE_SECONDS: '3', ARBITRA_MAX_QUESTIONS: '0', ARBITRA_MAX_BRANCHES: '0', ARBITRA_ADMISSION: 'off' },
+    });
     t.teardown(() => server.stop());
     const { secret } = await server.createKey('deadline@example.com');
     const before = await cancelledJobs(server);

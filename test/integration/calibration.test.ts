@@ -14,7 +14,10 @@ const question = { type: 'choice', instructions: 'Which team should handle this 
 
 function calibrateCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'calibrate', '--model', MODEL_FILE, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'calibrate', '--model', MODEL_FILE, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -33,7 +36,11 @@ if (cannotRun) {
   const ask = (n: number, retain: boolean) =>
     server.call('/v1/systemone', {
       key: secret,
-      body: { state: `Message ${n}: something about my account does not work as it should.`, questions: { team: question }, options: { retain, return_raw_probabilities: true } },
+      body: {
+        state: `Message ${n}: something about my account does not work as it should.`,
+        questions: { team: question },
+        options: { retain, return_raw_probabilities: true },
+      },
     });
 
   t.test('before any fit: answered uncalibrated, and meta says none is fitted', async (t) => {

@@ -7,7 +7,10 @@ import t from 'tap';
 import { cannotRun, startServer } from './helpers/server.js';
 
 // A 1×1 PNG, as bytes: the signature and an IHDR chunk are all the server looks at.
-const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c63f8cfc0f01f0005000201a5d4e0cd0000000049454e44ae426082', 'hex');
+const PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c63f8cfc0f01f0005000201a5d4e0cd0000000049454e44ae426082',
+  'hex',
+);
 const REF = '<image:5f1c0d9e2b7a4c3e8d6f0a1b2c3d4e5f>';
 
 if (cannotRun) {
@@ -21,7 +24,9 @@ if (cannotRun) {
   async function multipart(json: unknown, images: Buffer[], headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
     const boundary = 'a3f0c2b1d4e5f60718293a4b5c6d7e8f';
     const part = (name: string, type: string, data: Buffer): Buffer[] => [
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"${name === 'request' ? '' : `; filename="${name}"`}\r\nContent-Type: ${type}\r\n\r\n`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${name === 'request' ? '' : `; filename="${name}"`}\r\nContent-Type: ${type}\r\n\r\n`,
+      ),
       data,
       Buffer.from('\r\n'),
     ];
@@ -38,11 +43,14 @@ if (cannotRun) {
     return { status: res.status, json: await res.json() };
   }
 
-  const decide = (body: unknown, headers: Record<string, string> = {}) =>
-    server.call('/v1/systemone', { key: secret, body, headers });
+  const decide = (body: unknown, headers: Record<string, string> = {}) => server.call('/v1/systemone', { key: secret, body, headers });
 
   t.test('a multipart form with an image: 422 naming the asset, with or without the opt-in header', async (t) => {
-    const json = { state: `Photo: ${REF}`, questions: { damaged: { instructions: 'Is the product damaged?' } }, assets: { [REF]: { type: 'image', part: 'asset-0' } } };
+    const json = {
+      state: `Photo: ${REF}`,
+      questions: { damaged: { instructions: 'Is the product damaged?' } },
+      assets: { [REF]: { type: 'image', part: 'asset-0' } },
+    };
     const without = await multipart(json, [PNG]);
     t.equal(without.status, 422, 'never a 415 and never an answer');
     t.same(without.json.detail[0].loc, ['body', 'assets', REF]);
@@ -85,7 +93,11 @@ if (cannotRun) {
   t.test('box questions: in the schema, refused by name on a text-only model', async (t) => {
     const r = await decide({ state: 'a photo of a dog', questions: { dog: { type: 'box', instructions: 'The dog' }, ok: {} } });
     t.equal(r.status, 422);
-    t.same(r.json.detail.map((d: any) => d.loc), [['body', 'questions', 'dog']], 'only the box question is refused');
+    t.same(
+      r.json.detail.map((d: any) => d.loc),
+      [['body', 'questions', 'dog']],
+      'only the box question is refused',
+    );
     t.match(r.json.detail[0].msg, /text-only/);
     t.notMatch(r.json.detail[0].type, 'literal_error');
   });

@@ -101,7 +101,20 @@ function fuzz(dir: string, url: string): Promise<{ code: number | null; out: str
   const started = Date.now();
   const child = spawn(
     SCHEMATHESIS,
-    ['--config-file', 'schemathesis.toml', 'run', `${url}/openapi.json`, '--checks', CHECKS.join(','), '--continue-on-failure', '--report', 'junit', '--report-junit-path', 'junit.xml', '--no-color'],
+    [
+      '--config-file',
+      'schemathesis.toml',
+      'run',
+      `${url}/openapi.json`,
+      '--checks',
+      CHECKS.join(','),
+      '--continue-on-failure',
+      '--report',
+      'junit',
+      '--report-junit-path',
+      'junit.xml',
+      '--no-color',
+    ],
     { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -137,11 +150,7 @@ async function fuzzTransport(t: TapTest, transport: 'uws' | 'node'): Promise<voi
 
   const report = path.join(dir, 'junit.xml');
   const outcomes = fs.existsSync(report) ? readJunit(fs.readFileSync(report, 'utf8')) : [];
-  t.same(
-    outcomes.map((o) => o.operation).sort(),
-    (await operations(server)).sort(),
-    'every other operation in /openapi.json was fuzzed',
-  );
+  t.same(outcomes.map((o) => o.operation).sort(), (await operations(server)).sort(), 'every other operation in /openapi.json was fuzzed');
   for (const { operation, problems, skipped } of outcomes) {
     // An interrupted run leaves the operations it did not reach skipped; the budget's failure says so.
     if (skipped && !run.interrupted) t.fail(`${operation}: not fuzzed (${skipped})`);

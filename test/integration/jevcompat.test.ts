@@ -55,7 +55,8 @@ const KNOWN_FIELDS = new Set(['id', 'meta', 'retention', 'confidence_band', 'raw
  */
 const CONTRADICTED: Record<string, { reason: string; explains: (f: Finding) => boolean }> = {
   'score.map-rejected': {
-    reason: 'the interface allows score criteria as an object ("ScoreQuestion criteria: array, object, string, or null"), so a score question with {"0": …, "1": …, "2": …} is valid and answered',
+    reason:
+      'the interface allows score criteria as an object ("ScoreQuestion criteria: array, object, string, or null"), so a score question with {"0": …, "1": …, "2": …} is valid and answered',
     explains: (f) => f.case === 'invalid:score-map',
   },
   'errors.reject-invalid': {
@@ -125,7 +126,7 @@ if (cannotRun) {
       return;
     }
     const text = fs.readFileSync(json, 'utf8');
-    t.notOk(output.includes(secret) || text.includes(secret), 'the key appears nowhere in jevcompat\'s output or report');
+    t.notOk(output.includes(secret) || text.includes(secret), "the key appears nowhere in jevcompat's output or report");
     const report: Report = JSON.parse(text);
     t.comment(`jevcompat: ${report.summary.verdict}, ${report.results.length} requirements, ${report.exchanges.length} requests in ${report.seconds} s`);
     t.equal(report.spec_version, '0.1', 'the exceptions below were judged against spec 0.1');

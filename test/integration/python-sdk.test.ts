@@ -165,7 +165,7 @@ if (cannotRun) {
       succeeded(t, call);
       const legend = Object.fromEntries(criteria.map((c: unknown, i: number) => [String(i), c]));
       t.same(call.raw.answers.urgency.legend, legend, 'on the wire');
-      t.same(call.answers.urgency.legend, legend, 'in the client\'s ScoreAnswer');
+      t.same(call.answers.urgency.legend, legend, "in the client's ScoreAnswer");
       t.ok(Math.abs(sum(call.answers.urgency.probabilities) - 1) < 1e-6);
     });
 

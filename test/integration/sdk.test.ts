@@ -1,17 +1,7 @@
 // The third party's own, unmodified client (@typesafe-ai/sdk, pinned devDependency) pointed at
 // `arbitra serve`: a client written for their API must work by changing only the base URL and key.
 import t from 'tap';
-import {
-  APIError,
-  AuthenticationError,
-  NotFoundError,
-  RateLimitError,
-  TypeSafeClient,
-  UnprocessableEntityError,
-  choice,
-  noul,
-  score,
-} from '@typesafe-ai/sdk';
+import { APIError, AuthenticationError, NotFoundError, RateLimitError, TypeSafeClient, UnprocessableEntityError, choice, noul, score } from '@typesafe-ai/sdk';
 import { cannotRun, startServer } from './helpers/server.js';
 
 type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -72,7 +62,10 @@ if (cannotRun) {
     process.env.TYPESAFE_BASE_URL = server.url;
     process.env.TYPESAFE_API_KEY = secret;
     t.teardown(() => {
-      for (const [name, value] of [['TYPESAFE_BASE_URL', saved.url], ['TYPESAFE_API_KEY', saved.key]] as const) {
+      for (const [name, value] of [
+        ['TYPESAFE_BASE_URL', saved.url],
+        ['TYPESAFE_API_KEY', saved.key],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }
@@ -161,7 +154,9 @@ if (cannotRun) {
   t.test('surfaces our 422 with its message and request id', async (t) => {
     const err = await rejection(
       t,
-      client.systemOne({ state: 's', questions: { pick: choice('Pick one', { only: null }) }, options: { debias_passes: 9 } } as Parameters<typeof client.systemOne>[0]),
+      client.systemOne({ state: 's', questions: { pick: choice('Pick one', { only: null }) }, options: { debias_passes: 9 } } as Parameters<
+        typeof client.systemOne
+      >[0]),
     );
     t.ok(err instanceof UnprocessableEntityError, 'UnprocessableEntityError');
     surfaced(t, err, 422, /^422 /);

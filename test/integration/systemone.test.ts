@@ -108,12 +108,22 @@ if (cannotRun) {
       t.same(Object.keys(s.probabilities), ['0', '1', '2'], `${name}: score probabilities keyed like the legend`);
       t.ok(near(sum(s.probabilities), 1, 1e-9), `${name}: score probabilities sum to 1`);
       const levels = Object.values(s.probabilities as Record<string, number>);
-      t.ok(near(s.score, levels.reduce((acc, p, i) => acc + i * p, 0), 1e-9), `${name}: score is Σ i·pᵢ`);
+      t.ok(
+        near(
+          s.score,
+          levels.reduce((acc, p, i) => acc + i * p, 0),
+          1e-9,
+        ),
+        `${name}: score is Σ i·pᵢ`,
+      );
       t.ok(s.score >= 0 && s.score <= 2);
       t.ok(s.confidence >= 0 && s.confidence <= 1);
       t.equal(s.debias_passes, passes);
 
-      for (const [q, a] of [['c', c], ['s', s]] as const) {
+      for (const [q, a] of [
+        ['c', c],
+        ['s', s],
+      ] as const) {
         if (!o.return_raw_probabilities) {
           t.equal(a.raw_probabilities, null, `${name}: ${q}.raw_probabilities only on request`);
           continue;
@@ -186,7 +196,11 @@ if (cannotRun) {
     const exact: [string, string, unknown][] = [
       ['malformed JSON', '{"state": ', [{ type: 'json_invalid', loc: ['body', 10], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }]],
       ['empty body', '', [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]],
-      ['missing state', JSON.stringify({ questions: { q: {} } }), [{ type: 'missing', loc: ['body', 'state'], msg: 'Field required', input: { questions: { q: {} } } }]],
+      [
+        'missing state',
+        JSON.stringify({ questions: { q: {} } }),
+        [{ type: 'missing', loc: ['body', 'state'], msg: 'Field required', input: { questions: { q: {} } } }],
+      ],
       ['missing questions', JSON.stringify({ state: 's' }), [{ type: 'missing', loc: ['body', 'questions'], msg: 'Field required', input: { state: 's' } }]],
       ['body is an array', '[]', [{ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: [] }]],
       [
@@ -205,7 +219,15 @@ if (cannotRun) {
       [
         'debias_passes 1',
         JSON.stringify({ ...ok, options: { debias_passes: 1 } }),
-        [{ type: 'greater_than_equal', loc: ['body', 'options', 'debias_passes'], msg: 'Input should be greater than or equal to 2', input: 1, ctx: { ge: 2 } }],
+        [
+          {
+            type: 'greater_than_equal',
+            loc: ['body', 'options', 'debias_passes'],
+            msg: 'Input should be greater than or equal to 2',
+            input: 1,
+            ctx: { ge: 2 },
+          },
+        ],
       ],
       [
         'debias_passes 9',
@@ -242,7 +264,12 @@ if (cannotRun) {
         'two bad options at once',
         JSON.stringify({ ...ok, options: { return_raw_probabilities: 'yes', retain: 3 } }),
         [
-          { type: 'bool_parsing', loc: ['body', 'options', 'return_raw_probabilities'], msg: 'Input should be a valid boolean, unable to interpret input', input: 'yes' },
+          {
+            type: 'bool_parsing',
+            loc: ['body', 'options', 'return_raw_probabilities'],
+            msg: 'Input should be a valid boolean, unable to interpret input',
+            input: 'yes',
+          },
           { type: 'bool_type', loc: ['body', 'options', 'retain'], msg: 'Input should be a valid boolean', input: 3 },
         ],
       ],
@@ -256,12 +283,22 @@ if (cannotRun) {
       ['debias_passes fractional', { ...ok, options: { debias_passes: 2.5 } }, 'int_from_float', ['body', 'options', 'debias_passes']],
       ['unknown debias', { ...ok, options: { debias: 'random' } }, 'literal_error', ['body', 'options', 'debias']],
       ['options not an object', { ...ok, options: 'fast' }, 'dict_type', ['body', 'options']],
-      ['duplicate choice labels', { state: 's', questions: { q: { type: 'choice', criteria: ['a', 'a'] } } }, 'value_error', ['body', 'questions', 'q', 'criteria']],
+      [
+        'duplicate choice labels',
+        { state: 's', questions: { q: { type: 'choice', criteria: ['a', 'a'] } } },
+        'value_error',
+        ['body', 'questions', 'q', 'criteria'],
+      ],
       ['choice without criteria', { state: 's', questions: { q: { type: 'choice' } } }, 'too_short', ['body', 'questions', 'q', 'criteria']],
       ['noul criteria a string', { state: 's', questions: { q: { criteria: 'yes means yes' } } }, 'dict_type', ['body', 'questions', 'q', 'criteria']],
       ['model a number', { ...ok, model: 42 }, 'string_type', ['body', 'model']],
       ['state a number', { state: 5, questions: { q: {} } }, 'string_type', ['body', 'state']],
-      ['yes_no with a score criteria list', { state: 's', questions: { q: { type: 'yes_no', criteria: ['a', 'b'] } } }, 'dict_type', ['body', 'questions', 'q', 'criteria']],
+      [
+        'yes_no with a score criteria list',
+        { state: 's', questions: { q: { type: 'yes_no', criteria: ['a', 'b'] } } },
+        'dict_type',
+        ['body', 'questions', 'q', 'criteria'],
+      ],
     ];
     t.ok(exact.length + shaped.length >= 15, `${exact.length + shaped.length} distinct bad bodies`);
 
@@ -314,7 +351,13 @@ if (cannotRun) {
   });
 
   t.test('images are refused without the images header and, with it, because the model is text-only', async (t) => {
-    const body = { state: [{ type: 'text', text: 'What is on the picture?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }], questions: { q: {} } };
+    const body = {
+      state: [
+        { type: 'text', text: 'What is on the picture?' },
+        { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } },
+      ],
+      questions: { q: {} },
+    };
     const without = await decide(body);
     t.equal(without.status, 422);
     t.same(without.json.detail[0].loc, ['body', 'state', 1]);
@@ -337,7 +380,10 @@ if (cannotRun) {
     expect401('missing', await server.call('/v1/systemone', { body: CHEAP }));
     expect401('not bearer', await server.call('/v1/systemone', { body: CHEAP, headers: { authorization: `Basic ${alice.secret}` } }));
     expect401('unknown', await server.call('/v1/systemone', { body: CHEAP, key: 'arb_thisKeyDoesNotExist0123456789abcdef' }));
-    expect401('another key with one character changed', await server.call('/v1/systemone', { body: CHEAP, key: alice.secret.slice(0, -1) + (alice.secret.endsWith('a') ? 'b' : 'a') }));
+    expect401(
+      'another key with one character changed',
+      await server.call('/v1/systemone', { body: CHEAP, key: alice.secret.slice(0, -1) + (alice.secret.endsWith('a') ? 'b' : 'a') }),
+    );
 
     const temp = await server.createKey('carol@example.com', 'temp');
     t.equal((await server.call('/v1/models', { key: temp.secret })).status, 200, 'the new key works');
@@ -460,7 +506,11 @@ if (cannotRun) {
     }
     t.equal(pids.size, 2, 'requests landed on both workers');
     const after = await server.call('/metrics', { fresh: true });
-    t.equal(metricValue(after.text, 'arbitra_http_requests_total', { route: '/health' }), healthBefore + healthCalls, `all ${healthCalls} health calls counted`);
+    t.equal(
+      metricValue(after.text, 'arbitra_http_requests_total', { route: '/health' }),
+      healthBefore + healthCalls,
+      `all ${healthCalls} health calls counted`,
+    );
     t.equal(metricValue(after.text, 'arbitra_http_requests_total', { route: 'systemone', status: '422' }), before422 + healthCalls, 'all 422s counted');
     t.ok((metricValue(after.text, 'arbitra_engine_tokens_evaluated_total') ?? 0) > 0, 'tokens evaluated on a later scrape');
     t.match(after.text, /arbitra_http_request_duration_seconds_bucket\{[^}]*route="systemone"/, 'latency histogram per route');

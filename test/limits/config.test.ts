@@ -84,7 +84,7 @@ t.test('arbitra serve: --limits wins over ARBITRA_LIMITS; an unknown preset is a
   const flagged = loadConfig(['--limits', 'self-hosted'], { ARBITRA_LIMITS: 'hosted' }).limits;
   t.same([flagged.preset, flagged.monthlyCap], ['self-hosted', 0], 'the flag wins');
   const overridden = loadConfig(['--limits=hosted'], { ARBITRA_MONTHLY_CAP: '5' }).limits;
-  t.same([overridden.preset, overridden.monthlyCap, overridden.freeDailyDecisions], ['hosted', 5, 1000], 'a variable still overrides the flag\'s preset');
+  t.same([overridden.preset, overridden.monthlyCap, overridden.freeDailyDecisions], ['hosted', 5, 1000], "a variable still overrides the flag's preset");
   t.throws(() => loadConfig(['--limits', 'free']), new ConfigError('--limits must be one of self-hosted, hosted, got "free"'));
   t.throws(() => loadConfig([], { ARBITRA_LIMITS: 'free' }), new ConfigError('ARBITRA_LIMITS must be one of self-hosted, hosted, got "free"'));
 });

@@ -85,7 +85,11 @@ for (const backend of await backendsFor(t)) {
     const children = Array.from({ length: 4 }, () => runChild({ ...env, ...secretEnv }, [dir, JSON.stringify(record), '250']));
     const outputs = await Promise.all(children.map((c) => c.done));
     const parsed = outputs.map((o) => JSON.parse(o.trim()) as { ok: number; codes: string[] });
-    t.equal(parsed.reduce((n, p) => n + p.ok, 0), 100, 'exactly 100 of 1,000 admitted');
+    t.equal(
+      parsed.reduce((n, p) => n + p.ok, 0),
+      100,
+      'exactly 100 of 1,000 admitted',
+    );
     t.same(new Set(parsed.flatMap((p) => p.codes)), new Set(['quota_exceeded']));
     t.equal(await store.counters.userMonthRequests(record.user_id, utcDay(Date.now()).slice(0, 7)), 100);
   });
@@ -202,10 +206,13 @@ for (const backend of await backendsFor(t)) {
     const err = (await gate.admit(record).catch((e: unknown) => e)) as ApiError;
     t.equal(err.code, 'payment_required');
     t.equal(err.status, 402);
-    t.same({ topup_url: err.context.topup_url, payg_url: err.context.payg_url }, {
-      topup_url: 'https://example.eu/topup',
-      payg_url: 'https://example.eu/payg',
-    });
+    t.same(
+      { topup_url: err.context.topup_url, payg_url: err.context.payg_url },
+      {
+        topup_url: 'https://example.eu/topup',
+        payg_url: 'https://example.eu/payg',
+      },
+    );
     await store.counters.credit(record.user_id, 1_000, 0); // 0.001 EUR
     const adm = await gate.admit(record);
     t.same(await gate.meter(record, { inputTokens: 1234, outputTokens: 2 }), { cost_eur: '0.000617', cost_currency: 'EUR' });

@@ -3,10 +3,7 @@ import { loadLimitsConfig } from '../../src/limits/config.js';
 import { limitsLine } from '../../src/limits/summary.js';
 
 t.test('one line naming the preset and every limit that can refuse a call', async (t) => {
-  t.equal(
-    limitsLine(loadLimitsConfig({})),
-    'arbitra limits (self-hosted): 200 requests/s and 32 in flight per key, no daily allowance, no monthly cap',
-  );
+  t.equal(limitsLine(loadLimitsConfig({})), 'arbitra limits (self-hosted): 200 requests/s and 32 in flight per key, no daily allowance, no monthly cap');
   t.equal(
     limitsLine(loadLimitsConfig({}, 'hosted')),
     'arbitra limits (hosted): 10 requests/s and 4 in flight per key, 1000 free decisions per user per day, monthly cap 20000 per user',

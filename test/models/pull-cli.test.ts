@@ -27,7 +27,9 @@ const smollm = findEntry('smollm2-135m')!;
 let hub: FakeHub;
 t.before(async () => {
   hub = await startFakeHub({
-    'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF': { files: { 'SmolLM2-135M-Instruct-Q4_1.gguf': { data: fs.readFileSync(CHAT_MODEL) }, 'SmolLM2-135M-Instruct-Q8_0.gguf': { data: fakeGguf(4096) } } },
+    'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF': {
+      files: { 'SmolLM2-135M-Instruct-Q4_1.gguf': { data: fs.readFileSync(CHAT_MODEL) }, 'SmolLM2-135M-Instruct-Q8_0.gguf': { data: fakeGguf(4096) } },
+    },
     'org/page': { files: { 'x-Q4_K_M.gguf': { data: fakeGguf(64), page: { contentType: 'text/html', body: Buffer.from('<!DOCTYPE html>') } } } },
   });
 });
@@ -45,13 +47,19 @@ t.test('models pull hf:ORG/REPO:QUANT, list, rm', { skip: !fs.existsSync(main) &
   const file = path.join(models, 'huggingfacetb-smollm2-135m-instruct-q4_1', 'SmolLM2-135M-Instruct-Q4_1.gguf');
   t.equal(pulled.stdout, `${file}\n`, 'stdout is the path to load');
   t.match(pulled.stderr, /SmolLM2-135M-Instruct-Q4_1.gguf: .* of 93.8 MiB/, 'quiet progress lines when stderr is not a terminal');
-  t.match(pulled.stderr, /huggingfacetb-smollm2-135m-instruct-q4_1: 1 file, 93.8 MiB, sha256 b179c9523d0e… checked against the hub's LFS sha256; serve it with --model huggingfacetb-smollm2-135m-instruct-q4_1/);
+  t.match(
+    pulled.stderr,
+    /huggingfacetb-smollm2-135m-instruct-q4_1: 1 file, 93.8 MiB, sha256 b179c9523d0e… checked against the hub's LFS sha256; serve it with --model huggingfacetb-smollm2-135m-instruct-q4_1/,
+  );
   t.equal(fs.statSync(file).size, smollm.bytes);
   t.match(fs.readFileSync(`${file}.sha256`, 'utf8'), new RegExp(`^${smollm.sha256} `), 'the same bytes as the catalogue model: its pinned sha256');
 
   const listed = await run(['models', 'list'], env);
   t.equal(listed.code, 0);
-  t.match(listed.stdout, /PULLED\s+SIZE\s+FILES\s+SOURCE\s+SHA256\s+WHEN\nhuggingfacetb-smollm2-135m-instruct-q4_1\s+94 MiB\s+1\s+hf:HuggingFaceTB\/SmolLM2-135M-Instruct-GGUF:q4_1\s+b179c9523d0e… checked against the hub's LFS sha256/);
+  t.match(
+    listed.stdout,
+    /PULLED\s+SIZE\s+FILES\s+SOURCE\s+SHA256\s+WHEN\nhuggingfacetb-smollm2-135m-instruct-q4_1\s+94 MiB\s+1\s+hf:HuggingFaceTB\/SmolLM2-135M-Instruct-GGUF:q4_1\s+b179c9523d0e… checked against the hub's LFS sha256/,
+  );
   t.notMatch(listed.stdout, /FITS/, 'no GPU column without --fits');
 
   const fits = await run(['models', 'list', '--fits'], { ...env, PATH: `${path.join(dir, 'bin')}:${process.env.PATH}` });

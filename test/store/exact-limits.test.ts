@@ -26,7 +26,10 @@ for (const backend of backends) {
     const { nodes, key } = await twoNodes(t);
     const results = await admitMany(nodes, key, { ...OPEN, freeDailyDecisions: 100 });
     t.equal(results.filter((r) => r.ok).length, 100, 'exactly 100 admitted');
-    t.ok(results.every((r) => r.ok || r.reason === 'daily_quota'), 'the rest refused by the allowance');
+    t.ok(
+      results.every((r) => r.ok || r.reason === 'daily_quota'),
+      'the rest refused by the allowance',
+    );
     const month = new Date().toISOString().slice(0, 7);
     t.equal(await nodes[1].counters.userMonthRequests(key.user_id, month), 100, 'the month counts the admitted calls only');
     const [row] = await nodes[1].counters.usageRows([key.id]);

@@ -5,7 +5,6 @@ import { backendsFor } from '../helpers/backends.js';
 
 for (const backend of await backendsFor(t)) {
   t.test(backend.name, async (t) => {
-
     t.test('the piscina purge removes an expired retained record and keeps a live one', async (t) => {
       const dir = await backend.fresh();
       const store = await openStore(dir, { ...backend.options, idempotencyTtlSeconds: 3600 });

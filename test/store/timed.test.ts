@@ -17,8 +17,10 @@ t.test('calls pass through unchanged and each is observed once, by module.method
   const limits = { requestsPerSecond: 10, maxInFlight: 1, freeDailyDecisions: 0, monthlyCap: 0, billing: false, startingBalanceEur: 0 };
   const first = await store.counters.admit(record, limits);
   t.equal(first.ok, true);
-  t.same(await store.counters.admit(record, limits), { ok: false, reason: 'in_flight', retryAfterSeconds: 1 }, 'state is the backend\'s own');
-  const down = timedStore({ ...inner, keys: { ...inner.keys, create: async () => Promise.reject(new Error('the database went away')) } }, (op, s) => seen.push([op, s]));
+  t.same(await store.counters.admit(record, limits), { ok: false, reason: 'in_flight', retryAfterSeconds: 1 }, "state is the backend's own");
+  const down = timedStore({ ...inner, keys: { ...inner.keys, create: async () => Promise.reject(new Error('the database went away')) } }, (op, s) =>
+    seen.push([op, s]),
+  );
   await t.rejects(down.keys.create('timed@example.com'), /the database went away/, 'a failing call still fails');
 
   t.same(
@@ -26,7 +28,10 @@ t.test('calls pass through unchanged and each is observed once, by module.method
     ['keys.create', 'keys.verify', 'counters.admit', 'counters.admit', 'keys.create'],
     'one observation per call, in order, the failed one included',
   );
-  t.ok(seen.every(([, s]) => s >= 0 && s < 10), 'durations in seconds');
+  t.ok(
+    seen.every(([, s]) => s >= 0 && s < 10),
+    'durations in seconds',
+  );
 });
 
 t.test('what returns no promise passes through untimed', async (t) => {

@@ -57,7 +57,8 @@ function extras(answer: Record<string, unknown>): HTMLElement[] {
   if (confidence !== undefined) out.push(h('p', { class: 'confidence' }, `Confidence ${confidence.toFixed(2)}`));
   if (typeof answer.confidence_band === 'string') out.push(h('p', { class: 'confidence-band' }, `Calibrated band: ${answer.confidence_band}`));
   const mass = num(answer.label_mass);
-  if (mass !== undefined) out.push(h('p', { class: 'label-mass' }, `Label mass ${percent(mass)} (the share of the model\u2019s next-token probability that fell on the labels)`));
+  if (mass !== undefined)
+    out.push(h('p', { class: 'label-mass' }, `Label mass ${percent(mass)} (the share of the model\u2019s next-token probability that fell on the labels)`));
   return out;
 }
 
@@ -102,7 +103,12 @@ function body(answer: Record<string, unknown>): HTMLElement[] {
     const rows = levels.map((level): BarRow => {
       const description = legendText(legend[level]);
       const value = p[level] ?? 0;
-      return { label: level, text: description ? `${level} \u2014 ${description}` : level, p: value, ...(raw?.[level] !== undefined ? { raw: raw[level] } : {}) };
+      return {
+        label: level,
+        text: description ? `${level} \u2014 ${description}` : level,
+        p: value,
+        ...(raw?.[level] !== undefined ? { raw: raw[level] } : {}),
+      };
     });
     const marker = h('div', { class: 'score-marker', 'aria-hidden': 'true' });
     marker.style.left = `${Math.min(100, Math.max(0, (score / top) * 100))}%`;

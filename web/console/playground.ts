@@ -168,10 +168,7 @@ function buildPlayground(): Playground {
   function refreshKeys(): void {
     const before = keySelect.value;
     const known = knownSecrets();
-    keySelect.replaceChildren(
-      ...known.map((k) => h('option', { value: k.id }, `${k.name} (${k.prefix})`)),
-      h('option', { value: PASTE }, 'Paste a key\u2026'),
-    );
+    keySelect.replaceChildren(...known.map((k) => h('option', { value: k.id }, `${k.name} (${k.prefix})`)), h('option', { value: PASTE }, 'Paste a key\u2026'));
     const keep = [...keySelect.options].some((o) => o.value === before);
     keySelect.value = keep ? before : (known[known.length - 1]?.id ?? PASTE);
     syncKeyChoice();
@@ -284,7 +281,14 @@ function buildPlayground(): Playground {
     heading,
     h('p', { class: 'lede' }, 'Ask questions about a state with one of your API keys, exactly as a client would.'),
     h('div', { class: 'pg-layout' }, h('div', { class: 'pg-form-column' }, form), h('div', { class: 'pg-result-column' }, result)),
-    h('section', { class: 'snippets', 'aria-labelledby': 'snippets-title' }, h('h2', { id: 'snippets-title' }, 'The same request in code'), curl.block, python.block, js.block),
+    h(
+      'section',
+      { class: 'snippets', 'aria-labelledby': 'snippets-title' },
+      h('h2', { id: 'snippets-title' }, 'The same request in code'),
+      curl.block,
+      python.block,
+      js.block,
+    ),
   );
   return { page: { element, heading }, refreshKeys };
 }

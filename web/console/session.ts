@@ -6,11 +6,7 @@ import type { Session } from './wire.js';
 
 export type { Session };
 
-export type SessionState =
-  | { kind: 'signed-in'; session: Session }
-  | { kind: 'signed-out'; message?: string }
-  | { kind: 'closed'; message: string };
-
+export type SessionState = { kind: 'signed-in'; session: Session } | { kind: 'signed-out'; message?: string } | { kind: 'closed'; message: string };
 
 function asSession(body: unknown): Session | null {
   if (!isRecord(body) || typeof body.email !== 'string' || typeof body.csrf !== 'string') return null;

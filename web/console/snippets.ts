@@ -23,7 +23,10 @@ function python(value: unknown): string {
   if (value === true) return 'True';
   if (value === false) return 'False';
   if (Array.isArray(value)) return `[${value.map(python).join(', ')}]`;
-  if (typeof value === 'object') return `{${Object.entries(value).map(([k, v]) => `${json(k)}: ${python(v)}`).join(', ')}}`;
+  if (typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${json(k)}: ${python(v)}`)
+      .join(', ')}}`;
   return json(value);
 }
 

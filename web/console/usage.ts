@@ -38,7 +38,14 @@ export function usagePage(): Page {
     h(
       'thead',
       null,
-      h('tr', null, h('th', { scope: 'col' }, 'Day (UTC)'), h('th', { scope: 'col' }, 'Key'), h('th', { scope: 'col' }, 'Requests'), h('th', { scope: 'col' }, 'Rate limited')),
+      h(
+        'tr',
+        null,
+        h('th', { scope: 'col' }, 'Day (UTC)'),
+        h('th', { scope: 'col' }, 'Key'),
+        h('th', { scope: 'col' }, 'Requests'),
+        h('th', { scope: 'col' }, 'Rate limited'),
+      ),
     ),
     tbody,
   );
@@ -134,7 +141,14 @@ export function usagePage(): Page {
     h('h2', null, 'Requests per day, last 30 UTC days'),
     h('div', { class: 'inline-form' }, field('Key', keySelect)),
     chart,
-    h('p', { class: 'legend muted' }, h('span', { class: 'swatch swatch-requests' }), 'Requests ', h('span', { class: 'swatch swatch-limited' }), 'Rate limited (UTC days)'),
+    h(
+      'p',
+      { class: 'legend muted' },
+      h('span', { class: 'swatch swatch-requests' }),
+      'Requests ',
+      h('span', { class: 'swatch swatch-limited' }),
+      'Rate limited (UTC days)',
+    ),
     scrolling(table),
     empty,
   );

@@ -18,7 +18,6 @@ const PING_REUSE_MS = 1_000;
 /** /health answers within this even when the store does not (the store's own bounds are longer). */
 const PING_WAIT_MS = 2_000;
 
-
 export interface HealthRouteDeps {
   modelId: string;
   engines: () => EngineState[];
@@ -39,12 +38,17 @@ function storeProbe(store: Pick<Store, 'ping'>): () => Promise<boolean> {
   return () => {
     if (last && (pinging || Date.now() - last.at < PING_REUSE_MS)) return last.ok;
     pinging = true;
-    const ping = store.ping().then(
-      () => true,
-      () => false,
-    ).finally(() => (pinging = false));
+    const ping = store
+      .ping()
+      .then(
+        () => true,
+        () => false,
+      )
+      .finally(() => (pinging = false));
     let timer: NodeJS.Timeout | undefined;
-    const ok = Promise.race([ping, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PING_WAIT_MS)))]).finally(() => clearTimeout(timer));
+    const ok = Promise.race([ping, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PING_WAIT_MS)))]).finally(() =>
+      clearTimeout(timer),
+    );
     last = { at: Date.now(), ok };
     return ok;
   };

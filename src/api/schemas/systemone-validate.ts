@@ -9,17 +9,22 @@ import { normaliseQuestion, normaliseRequest, type NormalisedRequest } from '../
 import { QUESTION_VARIANTS, SystemOneEnvelope, type QuestionTypeName, type SystemOneRequest } from './systemone.js';
 
 const checkEnvelope = compileValidator(SystemOneEnvelope);
-const checkVariant = Object.fromEntries(
-  Object.entries(QUESTION_VARIANTS).map(([name, schema]) => [name, compileValidator(schema, [])]),
-) as Record<QuestionTypeName, ReturnType<typeof compileValidator>>;
+const checkVariant = Object.fromEntries(Object.entries(QUESTION_VARIANTS).map(([name, schema]) => [name, compileValidator(schema, [])])) as Record<
+  QuestionTypeName,
+  ReturnType<typeof compileValidator>
+>;
 const TYPE_NAMES = Object.keys(QUESTION_VARIANTS) as QuestionTypeName[];
-const EXPECTED_TYPES = `${TYPE_NAMES.slice(0, -1).map((n) => `'${n}'`).join(', ')} or '${TYPE_NAMES.at(-1)}'`;
+const EXPECTED_TYPES = `${TYPE_NAMES.slice(0, -1)
+  .map((n) => `'${n}'`)
+  .join(', ')} or '${TYPE_NAMES.at(-1)}'`;
 
 function questionErrors(name: string, question: Record<string, unknown>): ValidationErrorItem[] {
   const loc = ['body', 'questions', name];
   const type = question.type ?? 'noul';
   if (typeof type !== 'string' || !Object.hasOwn(QUESTION_VARIANTS, type)) {
-    return [{ type: 'literal_error', loc: [...loc, 'type'], msg: `Input should be ${EXPECTED_TYPES}`, input: question.type, ctx: { expected: EXPECTED_TYPES } }];
+    return [
+      { type: 'literal_error', loc: [...loc, 'type'], msg: `Input should be ${EXPECTED_TYPES}`, input: question.type, ctx: { expected: EXPECTED_TYPES } },
+    ];
   }
   return checkVariant[type as QuestionTypeName](question).map((e) => ({ ...e, loc: [...loc, ...e.loc] }));
 }

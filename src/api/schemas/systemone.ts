@@ -35,22 +35,23 @@ const requestMembers = {
   state: State,
   options: Type.Optional(Type.Union([DecisionOptions, Type.Null()])),
   assets: Type.Optional(
-    Type.Union(
-      [
-        Type.Record(MemberName, Asset, {
-          minProperties: 1,
-          description:
-            'Preview, with the images danger-zone header: images keyed by a placeholder that appears in the state, instructions or criteria (e.g. <image:…>). Every placeholder needs its asset and every asset must be referenced. A text-only model answers 422 naming the asset; an image is never silently ignored.',
-        }),
-        Type.Null(),
-      ],
-    ),
+    Type.Union([
+      Type.Record(MemberName, Asset, {
+        minProperties: 1,
+        description:
+          'Preview, with the images danger-zone header: images keyed by a placeholder that appears in the state, instructions or criteria (e.g. <image:…>). Every placeholder needs its asset and every asset must be referenced. A text-only model answers 422 naming the asset; an image is never silently ignored.',
+      }),
+      Type.Null(),
+    ]),
   ),
 };
 
 export const SystemOneRequest = Type.Object({
   ...requestMembers,
-  questions: Type.Record(MemberName, Question, { minProperties: 1, description: 'question name → question; at least one. Names are never shown to the model.' }),
+  questions: Type.Record(MemberName, Question, {
+    minProperties: 1,
+    description: 'question name → question; at least one. Names are never shown to the model.',
+  }),
 });
 export type SystemOneRequest = Static<typeof SystemOneRequest>;
 

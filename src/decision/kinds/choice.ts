@@ -54,7 +54,10 @@ export const choice: QuestionKind<ChoiceSpec, ChoiceAnswer> = {
       answers: spec.options.length,
       render(ordering) {
         const shown = labels.optionLabels.slice(0, ordering.length);
-        const lines = ['Options:', ...ordering.map((option, position) => `${shown[position]!.label}. ${described(spec.options[option]!.label, spec.options[option]!.description)}`)];
+        const lines = [
+          'Options:',
+          ...ordering.map((option, position) => `${shown[position]!.label}. ${described(spec.options[option]!.label, spec.options[option]!.description)}`),
+        ];
         return { text: questionBody(spec.instructions, lines, 'Reply with only the letter of the best option.'), answers: shown.map((l) => l.tokens) };
       },
     },

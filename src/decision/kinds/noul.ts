@@ -28,7 +28,10 @@ export function yesNoProbe(labels: Labels, instructions: string | null, meaning:
     render(ordering) {
       const shown = ordering.map((i) => answers[i]!);
       const meanings = shown.filter((a) => a.meaning).map((a) => `${a.word} means: ${a.meaning}`);
-      return { text: questionBody(instructions, [...lines, ...meanings], `Reply with only ${shown[0]!.word} or ${shown[1]!.word}.`), answers: shown.map((a) => a.tokens) };
+      return {
+        text: questionBody(instructions, [...lines, ...meanings], `Reply with only ${shown[0]!.word} or ${shown[1]!.word}.`),
+        answers: shown.map((a) => a.tokens),
+      };
     },
   };
 }

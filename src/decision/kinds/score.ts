@@ -81,7 +81,10 @@ function pickLevel(spec: ScoreSpec, ctx: RenderContext): Probe {
       answers: n,
       render(ordering) {
         // The digit is the level itself, so a permuted ordering moves lines, never renumbers them.
-        const lines = [`Levels (0 = lowest, ${n - 1} = highest):`, ...ordering.map((level) => (spec.levels[level] ? `${level} = ${spec.levels[level]}` : String(level)))];
+        const lines = [
+          `Levels (0 = lowest, ${n - 1} = highest):`,
+          ...ordering.map((level) => (spec.levels[level] ? `${level} = ${spec.levels[level]}` : String(level))),
+        ];
         return {
           text: questionBody(spec.instructions, lines, 'Reply with only the number of the best matching level.'),
           answers: ordering.map((level) => ctx.labels.digitLabels[level]!.tokens),
@@ -105,7 +108,11 @@ function pickLevel(spec: ScoreSpec, ctx: RenderContext): Probe {
  */
 function thresholds(spec: ScoreSpec, ctx: RenderContext): Probe[] {
   const scale = ['Scale, lowest to highest:', ...spec.levels.map((_, i) => `- ${shownLevel(spec, i)}`)];
-  return spec.levels.slice(1).map((_, i) => yesNoProbe(ctx.labels, spec.instructions, { yes: null, no: null }, [...scale, `Is the answer "${shownLevel(spec, i + 1)}" or higher on this scale?`]));
+  return spec.levels
+    .slice(1)
+    .map((_, i) =>
+      yesNoProbe(ctx.labels, spec.instructions, { yes: null, no: null }, [...scale, `Is the answer "${shownLevel(spec, i + 1)}" or higher on this scale?`]),
+    );
 }
 
 /**
@@ -145,7 +152,11 @@ export const score: QuestionKind<ScoreSpec, ScoreAnswer> = {
   options: (spec) => spec.levels.length,
 
   capacity: (ctx) =>
-    ctx.layout.scoreReadout === 'ordinal' ? SCORE_LEVELS.max : useDigits(ctx, SCORE_LEVELS.max) ? ctx.labels.digitLabels.length : ctx.labels.optionLabels.length,
+    ctx.layout.scoreReadout === 'ordinal'
+      ? SCORE_LEVELS.max
+      : useDigits(ctx, SCORE_LEVELS.max)
+        ? ctx.labels.digitLabels.length
+        : ctx.labels.optionLabels.length,
 
   probes: (spec, ctx) => (ctx.layout.scoreReadout === 'ordinal' ? thresholds(spec, ctx) : [pickLevel(spec, ctx)]),
 

@@ -2,21 +2,18 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { JsonObject, MemberName } from './entry.js';
 
-export const ConfidenceBand = Type.Union(
-  [Type.Literal('high'), Type.Literal('leaning'), Type.Literal('low'), Type.Null()],
-  { description: 'Calibration band of the answer; null unless the server applies a fitted calibration (ARBITRA_CALIBRATION=on).' },
-);
+export const ConfidenceBand = Type.Union([Type.Literal('high'), Type.Literal('leaning'), Type.Literal('low'), Type.Null()], {
+  description: 'Calibration band of the answer; null unless the server applies a fitted calibration (ARBITRA_CALIBRATION=on).',
+});
 export type ConfidenceBand = Static<typeof ConfidenceBand>;
 
-const DebiasPasses = Type.Optional(
-  Type.Union([Type.Integer(), Type.Null()], { description: 'orderings averaged; null when debias is off' }),
-);
+const DebiasPasses = Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: 'orderings averaged; null when debias is off' }));
 const LabelMass = Type.Optional(
   Type.Number({
     minimum: 0,
     maximum: 1,
     description:
-      'Arbitra extension: the share of the model\'s next-token distribution that fell on this question\'s answer labels (mean over passes). Low values mean the model was not going to answer with a label at all.',
+      "Arbitra extension: the share of the model's next-token distribution that fell on this question's answer labels (mean over passes). Low values mean the model was not going to answer with a label at all.",
   }),
 );
 const RawProbabilities = Type.Optional(
@@ -38,7 +35,9 @@ export type NoulAnswer = Static<typeof NoulAnswer>;
 export const ChoiceAnswer = Type.Object({
   type: Type.Literal('choice', { default: 'choice' }),
   choice: Type.String({ description: 'the most probable label' }),
-  probabilities: Type.Record(MemberName, Type.Number(), { description: 'label → probability, summing to 1; uncalibrated unless meta.calibration_version is set' }),
+  probabilities: Type.Record(MemberName, Type.Number(), {
+    description: 'label → probability, summing to 1; uncalibrated unless meta.calibration_version is set',
+  }),
   confidence: Type.Number({ description: '(max p − 1/N) / (1 − 1/N): 1 when certain, 0 when uniform' }),
   confidence_band: Type.Optional(ConfidenceBand),
   raw_probabilities: RawProbabilities,
@@ -76,7 +75,7 @@ export const BoxAnswer = Type.Object(
     }),
     confidence: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()]),
   },
-  { description: 'Preview: where the box question\'s subject is in the image.' },
+  { description: "Preview: where the box question's subject is in the image." },
 );
 export type BoxAnswer = Static<typeof BoxAnswer>;
 

@@ -21,8 +21,6 @@ export const DecisionOptions = Type.Object({
   return_raw_probabilities: Type.Optional(
     Type.Boolean({ default: OPTION_DEFAULTS.return_raw_probabilities, description: 'add the single unpermuted pass as raw_probabilities / raw_noul' }),
   ),
-  retain: Type.Optional(
-    Type.Boolean({ default: OPTION_DEFAULTS.retain, description: 'keep the request and response for 30 days (see retention)' }),
-  ),
+  retain: Type.Optional(Type.Boolean({ default: OPTION_DEFAULTS.retain, description: 'keep the request and response for 30 days (see retention)' })),
 });
 export type DecisionOptions = Static<typeof DecisionOptions>;

@@ -7,7 +7,17 @@
 import * as grpc from '@grpc/grpc-js';
 import { engineProved, signCall } from './auth.js';
 import { grpcTarget, parseEngineAddress } from './address.js';
-import { callError, EngineClient, ENGINE_SERVICE, HealthClient, MAX_MESSAGE_BYTES, parseJson, scoreMessage, scoreResult, type ScoreReplyMessage } from './codec.js';
+import {
+  callError,
+  EngineClient,
+  ENGINE_SERVICE,
+  HealthClient,
+  MAX_MESSAGE_BYTES,
+  parseJson,
+  scoreMessage,
+  scoreResult,
+  type ScoreReplyMessage,
+} from './codec.js';
 import { cancelledError, EngineError, type EngineInfo, type EngineStats, type TextScoreRequest, type TextScoreResult } from '../types.js';
 
 export interface ChannelOptions {
@@ -42,7 +52,12 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.enable_retries': 0,
 };
 
-type Unary = (message: unknown, metadata: grpc.Metadata, options: grpc.CallOptions, callback: (err: grpc.ServiceError | null, reply: unknown) => void) => grpc.ClientUnaryCall;
+type Unary = (
+  message: unknown,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  callback: (err: grpc.ServiceError | null, reply: unknown) => void,
+) => grpc.ClientUnaryCall;
 
 export function openEngineChannel(address: string, opts: ChannelOptions = {}): EngineChannel {
   const where = parseEngineAddress(address);

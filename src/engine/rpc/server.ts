@@ -126,7 +126,9 @@ export async function serveEngine(engine: ServedEngine, on: ListenOn, log: (line
     fs.chmodSync(on.path, 0o600);
     address = on.path;
   } else {
-    const credentials = on.tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: on.tls.cert, private_key: on.tls.key }], false) : grpc.ServerCredentials.createInsecure();
+    const credentials = on.tls
+      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: on.tls.cert, private_key: on.tls.key }], false)
+      : grpc.ServerCredentials.createInsecure();
     const port = await bind(server, hostPort(on.host, on.port), credentials);
     address = formatEngineAddress(on.host, port, Boolean(on.tls));
   }

@@ -17,7 +17,12 @@ export function createCalibrationStore(pool: pg.Pool): CalibrationStore {
           ]);
           const n = rows[0]!.n;
           const full = { ...record, version: calibrationVersion(record, n) } as T;
-          await client.query('insert into calibrations (model_sha256, layout, n, record) values ($1, $2, $3, $4)', [record.model_sha256, record.layout, n, JSON.stringify(full)]);
+          await client.query('insert into calibrations (model_sha256, layout, n, record) values ($1, $2, $3, $4)', [
+            record.model_sha256,
+            record.layout,
+            n,
+            JSON.stringify(full),
+          ]);
           return full;
         },
         `calibration:${record.model_sha256}:${record.layout}`,
@@ -25,7 +30,10 @@ export function createCalibrationStore(pool: pg.Pool): CalibrationStore {
     },
 
     async latest<T extends CalibrationRecord>(sha: string, layout: string) {
-      const { rows } = await pool.query<{ record: T }>('select record from calibrations where model_sha256 = $1 and layout = $2 order by n desc limit 1', [sha, layout]);
+      const { rows } = await pool.query<{ record: T }>('select record from calibrations where model_sha256 = $1 and layout = $2 order by n desc limit 1', [
+        sha,
+        layout,
+      ]);
       return rows[0]?.record ?? null;
     },
   };

@@ -65,7 +65,10 @@ export function createKeyStore(pool: pg.Pool, hash: Hasher, maxActivePerUser = D
     },
 
     async list(email) {
-      const { rows } = await pool.query<KeyRow>(`select ${COLUMNS} from api_keys k join users u on u.id = k.user_id where u.email = $1 order by k.created_at, k.id`, [normaliseEmail(email)]);
+      const { rows } = await pool.query<KeyRow>(
+        `select ${COLUMNS} from api_keys k join users u on u.id = k.user_id where u.email = $1 order by k.created_at, k.id`,
+        [normaliseEmail(email)],
+      );
       return rows.map(toKey);
     },
 

@@ -62,7 +62,9 @@ export async function migrate(pool: pg.Pool, migrations: Migration[] = loadMigra
       checksum text not null,
       applied_at timestamptz not null default now()
     )`);
-    const { rows } = await client.query<{ version: number; name: string; checksum: string }>('select version, name, checksum from schema_migrations order by version');
+    const { rows } = await client.query<{ version: number; name: string; checksum: string }>(
+      'select version, name, checksum from schema_migrations order by version',
+    );
     const known = migrations.length;
     const newest = rows.at(-1)?.version ?? 0;
     if (newest > known) {
@@ -73,7 +75,9 @@ export async function migrate(pool: pg.Pool, migrations: Migration[] = loadMigra
     for (const row of rows) {
       const ours = migrations[row.version - 1]!;
       if (checksum(ours.sql) !== row.checksum) {
-        throw new SchemaError(`migration ${row.version} (${row.name}) was applied with a different text than this arbitra ships; the database and the code disagree about the schema`);
+        throw new SchemaError(
+          `migration ${row.version} (${row.name}) was applied with a different text than this arbitra ships; the database and the code disagree about the schema`,
+        );
       }
     }
     const applied: number[] = [];

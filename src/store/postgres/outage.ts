@@ -8,13 +8,7 @@ import { StoreUnavailableError } from '../common.js';
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 
 /** pg's own words for a connection that ended, never came, or gave no answer within our bounds. */
-const CLIENT_MESSAGES = [
-  /^Connection terminated/,
-  /^timeout exceeded when trying to connect/,
-  /^timeout expired$/,
-  /^Query read timeout/,
-  /is not queryable/,
-];
+const CLIENT_MESSAGES = [/^Connection terminated/, /^timeout exceeded when trying to connect/, /^timeout expired$/, /^Query read timeout/, /is not queryable/];
 
 /**
  * SQLSTATEs that end or refuse the session: class 08 (connection exception), 57P01..57P03 (admin or

@@ -141,11 +141,15 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
   const env: NodeJS.ProcessEnv = { ...cleanEnv(), ...storeEnv, ...(opts.env ?? {}) };
   if (opts.consoleToken !== null) env.ARBITRA_CONSOLE_TOKEN = opts.consoleToken ?? CONSOLE_TOKEN;
   const workers = opts.workers ?? 2;
-  const child = spawn(process.execPath, [CLI, 'serve', '--model', MODEL_FILE, ...storeArgs, '--port', String(port), '--workers', String(workers), ...(opts.args ?? [])], {
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: true,
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'serve', '--model', MODEL_FILE, ...storeArgs, '--port', String(port), '--workers', String(workers), ...(opts.args ?? [])],
+    {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+    },
+  );
   const pgid = child.pid!;
   let log = '';
   const line = await new Promise<string>((resolve, reject) => {
@@ -248,7 +252,22 @@ export interface EngineNode {
  */
 export async function startEngineNode(env: Record<string, string>, opts: { port?: number; args?: string[] } = {}): Promise<EngineNode> {
   const port = opts.port ?? (await freePort());
-  const args = ['engine', '--listen', `127.0.0.1:${port}`, '--model', MODEL_FILE, '--threads', '1', '--ctx-size', '1024', '--max-sequences', '8', '--long-ctx-size', '0', ...(opts.args ?? [])];
+  const args = [
+    'engine',
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--model',
+    MODEL_FILE,
+    '--threads',
+    '1',
+    '--ctx-size',
+    '1024',
+    '--max-sequences',
+    '8',
+    '--long-ctx-size',
+    '0',
+    ...(opts.args ?? []),
+  ];
   const child = spawn(process.execPath, [CLI, ...args], { env: { ...cleanEnv(), ARBITRA_SELF_TEST: 'off', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const address = await new Promise<string>((resolve, reject) => {

@@ -15,13 +15,17 @@ if (server) {
     await client.connect();
     t.teardown(() => Promise.all([store.close(), client.end()]));
     const { record, secret } = await store.keys.create('busy@example.com');
-    const stored = async () => (await client.query<{ at: Date }>('select last_used_at as at from api_keys where id = $1', [record.id])).rows[0]!.at.toISOString();
+    const stored = async () =>
+      (await client.query<{ at: Date }>('select last_used_at as at from api_keys where id = $1', [record.id])).rows[0]!.at.toISOString();
 
     const first = await store.keys.verify(secret);
     const written = await stored();
     t.equal(written, first?.last_used_at, 'the first use is written');
     const burst = await Promise.all(Array.from({ length: 20 }, () => store.keys.verify(secret)));
-    t.ok(burst.every((k) => k?.id === record.id && k.last_used_at! >= written), 'each verify reports its own time');
+    t.ok(
+      burst.every((k) => k?.id === record.id && k.last_used_at! >= written),
+      'each verify reports its own time',
+    );
     const now = await stored();
     // On a loaded machine the burst may outlast the second; either way the row moved only once a
     // second had passed.

@@ -13,7 +13,10 @@ const m2: Migration = { version: 2, name: 'two', sql: 'create table two (n int);
 t.test('the shipped migrations are numbered from 1 and read from the package', async (t) => {
   const shipped = loadMigrations();
   t.ok(shipped.length >= 1);
-  t.same(shipped.map((m) => m.version), shipped.map((_, i) => i + 1));
+  t.same(
+    shipped.map((m) => m.version),
+    shipped.map((_, i) => i + 1),
+  );
   t.equal(shipped[0]?.name, 'initial');
 });
 
@@ -22,8 +25,11 @@ t.test('loadMigrations refuses gaps and stray names', async (t) => {
   t.throws(() => loadMigrations(gap), /without gaps; found 3 at place 2/);
   const stray = t.testdir({ '0001_a.sql': 'select 1;', '2_b.sql': 'select 1;' });
   t.throws(() => loadMigrations(stray), /2_b\.sql .* not named NNNN_name\.sql/);
-  const fine = t.testdir({ '0002_b.sql': 'b', '0001_a.sql': 'a', 'README': 'not a migration' });
-  t.same(loadMigrations(fine), [{ version: 1, name: 'a', sql: 'a' }, { version: 2, name: 'b', sql: 'b' }]);
+  const fine = t.testdir({ '0002_b.sql': 'b', '0001_a.sql': 'a', README: 'not a migration' });
+  t.same(loadMigrations(fine), [
+    { version: 1, name: 'a', sql: 'a' },
+    { version: 2, name: 'b', sql: 'b' },
+  ]);
 });
 
 if (server) {
@@ -40,18 +46,42 @@ if (server) {
     const shipped = loadMigrations();
     const nodes = Array.from({ length: 4 }, () => poolFor(url));
     const applied = await Promise.all(nodes.map((pool) => migrate(pool)));
-    t.same(applied.flat().sort((a, b) => a - b), shipped.map((m) => m.version), 'every version applied by exactly one node');
+    t.same(
+      applied.flat().sort((a, b) => a - b),
+      shipped.map((m) => m.version),
+      'every version applied by exactly one node',
+    );
     t.equal(applied.filter((a) => a.length > 0).length, 1, 'one node did all the work');
     const { rows } = await nodes[0]!.query('select version, name from schema_migrations order by version');
-    t.same(rows, shipped.map((m) => ({ version: m.version, name: m.name })));
+    t.same(
+      rows,
+      shipped.map((m) => ({ version: m.version, name: m.name })),
+    );
     t.same(await Promise.all(nodes.map((pool) => migrate(pool))), [[], [], [], []], 'a second start applies nothing');
 
-    const tables = await nodes[0]!.query<{ table_name: string }>("select table_name from information_schema.tables where table_schema = 'public' order by table_name");
+    const tables = await nodes[0]!.query<{ table_name: string }>(
+      "select table_name from information_schema.tables where table_schema = 'public' order by table_name",
+    );
     t.same(
       tables.rows.map((r) => r.table_name),
       [
-        'api_keys', 'balances', 'calibrations', 'cluster_settings', 'idempotency', 'in_flight', 'ip_windows', 'rate_windows',
-        'retained_requests', 'schema_migrations', 'traces', 'usage_day', 'user_day', 'user_month', 'users', 'verification_tokens', 'waitlist',
+        'api_keys',
+        'balances',
+        'calibrations',
+        'cluster_settings',
+        'idempotency',
+        'in_flight',
+        'ip_windows',
+        'rate_windows',
+        'retained_requests',
+        'schema_migrations',
+        'traces',
+        'usage_day',
+        'user_day',
+        'user_month',
+        'users',
+        'verification_tokens',
+        'waitlist',
       ],
       'a table for every kind of state',
     );

@@ -40,7 +40,14 @@ if (server) {
   t.test('a retained request deleted from the other node is gone for both; pseudonyms agree', async (t) => {
     const [a, b] = await twoNodes(t);
     const now = Date.now();
-    await a.retention.put({ id: 'r1', key_id: 'k', request: { q: 1 }, response: { a: 1 }, created_at: new Date(now).toISOString(), retention_until: new Date(now + 86400e3).toISOString() });
+    await a.retention.put({
+      id: 'r1',
+      key_id: 'k',
+      request: { q: 1 },
+      response: { a: 1 },
+      created_at: new Date(now).toISOString(),
+      retention_until: new Date(now + 86400e3).toISOString(),
+    });
     t.equal(await b.retention.delete('k', 'r1'), true);
     t.equal(await a.retention.get('k', 'r1'), null);
     t.equal(a.retention.pseudonym('k'), b.retention.pseudonym('k'), 'the same secret gives the same pseudonym on every node');
@@ -49,7 +56,14 @@ if (server) {
   t.test('the purge runs on one node at a time', async (t) => {
     const [a, b, url] = await twoNodes(t);
     const now = Date.now();
-    const expired = (id: string) => ({ id, key_id: 'k', request: null, response: null, created_at: new Date(now - 2000).toISOString(), retention_until: new Date(now - 1000).toISOString() });
+    const expired = (id: string) => ({
+      id,
+      key_id: 'k',
+      request: null,
+      response: null,
+      created_at: new Date(now - 2000).toISOString(),
+      retention_until: new Date(now - 1000).toISOString(),
+    });
     for (let i = 0; i < 5; i++) await a.retention.put(expired(`r${i}`));
     // Another node in the middle of its purge holds the lock.
     const other = new pg.Client({ connectionString: url });
@@ -64,7 +78,10 @@ if (server) {
 
   t.test('a node with another secret is refused at start', async (t) => {
     const [, , url] = await twoNodes(t);
-    await t.rejects(openStore(url, { keySecret: `${TEST_KEY_SECRET}-other` }), /ARBITRA_KEY_SECRET differs from the secret the other nodes on this database use/);
+    await t.rejects(
+      openStore(url, { keySecret: `${TEST_KEY_SECRET}-other` }),
+      /ARBITRA_KEY_SECRET differs from the secret the other nodes on this database use/,
+    );
     await t.rejects(openStore(url, {}), /a PostgreSQL store needs ARBITRA_KEY_SECRET/);
   });
 
@@ -74,7 +91,10 @@ if (server) {
     await client.connect();
     t.teardown(() => client.end());
     await client.query("insert into schema_migrations (version, name, checksum) values (9999, 'from_the_future', '')");
-    await t.rejects(openStore(url, { keySecret: TEST_KEY_SECRET }), { name: 'SchemaError', message: /schema is at version 9999 \(from_the_future\), newer than this arbitra knows/ });
+    await t.rejects(openStore(url, { keySecret: TEST_KEY_SECRET }), {
+      name: 'SchemaError',
+      message: /schema is at version 9999 \(from_the_future\), newer than this arbitra knows/,
+    });
   });
 
   t.test('a store keeps at most poolSize connections, however many calls wait', async (t) => {
@@ -90,7 +110,9 @@ if (server) {
     let done = false;
     void burst.finally(() => (done = true));
     while (!done) {
-      const { rows } = await watcher.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+      const { rows } = await watcher.query<{ n: number }>(
+        'select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+      );
       most = Math.max(most, rows[0]!.n);
     }
     t.equal((await burst).filter((r) => r.ok).length, 200);
