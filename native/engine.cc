@@ -174,8 +174,7 @@ class LoadWorker : public Napi::AsyncWorker {
 // Stops the scorer thread and frees the model off the JS thread.
 class CloseWorker : public Napi::AsyncWorker {
  public:
-  CloseWorker(Napi::Env env, Engine* engine)
-      : Napi::AsyncWorker(env), engine_(engine), deferred_(Napi::Promise::Deferred::New(env)) {
+  CloseWorker(Napi::Env env, Engine* engine) : Napi::AsyncWorker(env), engine_(engine), deferred_(Napi::Promise::Deferred::New(env)) {
     engine_->Detach(&model_, &lanes_);
   }
   Napi::Promise Promise() { return deferred_.Promise(); }
@@ -245,7 +244,8 @@ uint32_t read_score_args(const Napi::CallbackInfo& info, ScoreJob* job) {
 void check_ids(Napi::Env env, const std::vector<llama_token>& ids, int32_t n_vocab, const char* what) {
   for (llama_token t : ids) {
     if (t < 0 || t >= n_vocab) {
-      throw coded_error(env, "invalid_request", std::string(what) + " token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
+      throw coded_error(env, "invalid_request",
+                        std::string(what) + " token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
     }
   }
 }
@@ -383,8 +383,7 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("quantBits", q.bits > 0 ? Napi::Number::New(env, q.bits) : env.Null());
   o.Set("vocabSize", llama_vocab_n_tokens(vocab_));
   o.Set("backend", ARBITRA_BACKEND);
-  o.Set("gpuMemoryMb", std::strcmp(ARBITRA_BACKEND, "cpu") == 0 ? env.Null()
-                                                              : Napi::Number::New(env, static_cast<double>(gpu_bytes_ / (1024 * 1024))));
+  o.Set("gpuMemoryMb", std::strcmp(ARBITRA_BACKEND, "cpu") == 0 ? env.Null() : Napi::Number::New(env, static_cast<double>(gpu_bytes_ / (1024 * 1024))));
   o.Set("llamaBuild", ARBITRA_LLAMA_BUILD);
   o.Set("threads", cfg_.n_threads);
   o.Set("contextSize", lanes_.front().max_tokens);
@@ -508,10 +507,11 @@ Lane* Engine::LaneFor(Napi::Env env, size_t prefix_tokens, size_t longest) {
     if (needed <= l.max_tokens && longest <= llama_n_batch(l.ctx.get())) return &l;
   }
   const Lane& widest = lanes_.back();
-  throw coded_error(env, "context_exceeded",
-                    longest > llama_n_batch(widest.ctx.get())
-                        ? "a branch suffix has " + std::to_string(longest) + " tokens, more than the batch size " + std::to_string(llama_n_batch(widest.ctx.get()))
-                        : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(widest.max_tokens));
+  throw coded_error(
+      env, "context_exceeded",
+      longest > llama_n_batch(widest.ctx.get())
+          ? "a branch suffix has " + std::to_string(longest) + " tokens, more than the batch size " + std::to_string(llama_n_batch(widest.ctx.get()))
+          : "prefix and suffix need " + std::to_string(needed) + " tokens, more than the engine's context of " + std::to_string(widest.max_tokens));
 }
 
 Napi::Value Engine::Cancel(const Napi::CallbackInfo& info) {

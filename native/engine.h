@@ -26,7 +26,7 @@ struct EngineConfig {
   int32_t n_threads = 0;
   int32_t n_gpu_layers = 0;
   uint32_t prefix_cache_tokens = 4096;
-  int32_t flash_attn = -1;  // llama_flash_attn_type: -1 auto, 0 off, 1 on
+  int32_t flash_attn = -1;    // llama_flash_attn_type: -1 auto, 0 off, 1 on
   bool exact_kernels = true;  // see LaneSpec
   KvLayout layout = KvLayout::copied;
   // Shared layout: cells in the pool; 0 = the model's training context (at most 32768) plus one batch.

@@ -8,43 +8,80 @@ namespace arbitra {
 
 QuantInfo quant_info(llama_ftype ftype) {
   switch (ftype & ~LLAMA_FTYPE_GUESSED) {
-    case LLAMA_FTYPE_ALL_F32: return {"F32", 32};
-    case LLAMA_FTYPE_MOSTLY_F16: return {"F16", 16};
-    case LLAMA_FTYPE_MOSTLY_BF16: return {"BF16", 16};
-    case LLAMA_FTYPE_MOSTLY_Q8_0: return {"Q8_0", 8};
-    case LLAMA_FTYPE_MOSTLY_Q6_K: return {"Q6_K", 6};
-    case LLAMA_FTYPE_MOSTLY_Q5_0: return {"Q5_0", 5};
-    case LLAMA_FTYPE_MOSTLY_Q5_1: return {"Q5_1", 5};
-    case LLAMA_FTYPE_MOSTLY_Q5_K_S: return {"Q5_K_S", 5};
-    case LLAMA_FTYPE_MOSTLY_Q5_K_M: return {"Q5_K_M", 5};
-    case LLAMA_FTYPE_MOSTLY_Q4_0: return {"Q4_0", 4};
-    case LLAMA_FTYPE_MOSTLY_Q4_1: return {"Q4_1", 4};
-    case LLAMA_FTYPE_MOSTLY_Q4_K_S: return {"Q4_K_S", 4};
-    case LLAMA_FTYPE_MOSTLY_Q4_K_M: return {"Q4_K_M", 4};
-    case LLAMA_FTYPE_MOSTLY_IQ4_NL: return {"IQ4_NL", 4};
-    case LLAMA_FTYPE_MOSTLY_IQ4_XS: return {"IQ4_XS", 4};
-    case LLAMA_FTYPE_MOSTLY_MXFP4_MOE: return {"MXFP4_MOE", 4};
-    case LLAMA_FTYPE_MOSTLY_NVFP4: return {"NVFP4", 4};
-    case LLAMA_FTYPE_MOSTLY_Q3_K_S: return {"Q3_K_S", 3};
-    case LLAMA_FTYPE_MOSTLY_Q3_K_M: return {"Q3_K_M", 3};
-    case LLAMA_FTYPE_MOSTLY_Q3_K_L: return {"Q3_K_L", 3};
-    case LLAMA_FTYPE_MOSTLY_IQ3_XS: return {"IQ3_XS", 3};
-    case LLAMA_FTYPE_MOSTLY_IQ3_XXS: return {"IQ3_XXS", 3};
-    case LLAMA_FTYPE_MOSTLY_IQ3_S: return {"IQ3_S", 3};
-    case LLAMA_FTYPE_MOSTLY_IQ3_M: return {"IQ3_M", 3};
-    case LLAMA_FTYPE_MOSTLY_Q2_K: return {"Q2_K", 2};
-    case LLAMA_FTYPE_MOSTLY_Q2_K_S: return {"Q2_K_S", 2};
-    case LLAMA_FTYPE_MOSTLY_Q2_0: return {"Q2_0", 2};
-    case LLAMA_FTYPE_MOSTLY_IQ2_XXS: return {"IQ2_XXS", 2};
-    case LLAMA_FTYPE_MOSTLY_IQ2_XS: return {"IQ2_XS", 2};
-    case LLAMA_FTYPE_MOSTLY_IQ2_S: return {"IQ2_S", 2};
-    case LLAMA_FTYPE_MOSTLY_IQ2_M: return {"IQ2_M", 2};
-    case LLAMA_FTYPE_MOSTLY_TQ2_0: return {"TQ2_0", 2};
-    case LLAMA_FTYPE_MOSTLY_IQ1_S: return {"IQ1_S", 1};
-    case LLAMA_FTYPE_MOSTLY_IQ1_M: return {"IQ1_M", 1};
-    case LLAMA_FTYPE_MOSTLY_TQ1_0: return {"TQ1_0", 1};
-    case LLAMA_FTYPE_MOSTLY_Q1_0: return {"Q1_0", 1};
-    default: return {"unknown", 0};
+    case LLAMA_FTYPE_ALL_F32:
+      return {"F32", 32};
+    case LLAMA_FTYPE_MOSTLY_F16:
+      return {"F16", 16};
+    case LLAMA_FTYPE_MOSTLY_BF16:
+      return {"BF16", 16};
+    case LLAMA_FTYPE_MOSTLY_Q8_0:
+      return {"Q8_0", 8};
+    case LLAMA_FTYPE_MOSTLY_Q6_K:
+      return {"Q6_K", 6};
+    case LLAMA_FTYPE_MOSTLY_Q5_0:
+      return {"Q5_0", 5};
+    case LLAMA_FTYPE_MOSTLY_Q5_1:
+      return {"Q5_1", 5};
+    case LLAMA_FTYPE_MOSTLY_Q5_K_S:
+      return {"Q5_K_S", 5};
+    case LLAMA_FTYPE_MOSTLY_Q5_K_M:
+      return {"Q5_K_M", 5};
+    case LLAMA_FTYPE_MOSTLY_Q4_0:
+      return {"Q4_0", 4};
+    case LLAMA_FTYPE_MOSTLY_Q4_1:
+      return {"Q4_1", 4};
+    case LLAMA_FTYPE_MOSTLY_Q4_K_S:
+      return {"Q4_K_S", 4};
+    case LLAMA_FTYPE_MOSTLY_Q4_K_M:
+      return {"Q4_K_M", 4};
+    case LLAMA_FTYPE_MOSTLY_IQ4_NL:
+      return {"IQ4_NL", 4};
+    case LLAMA_FTYPE_MOSTLY_IQ4_XS:
+      return {"IQ4_XS", 4};
+    case LLAMA_FTYPE_MOSTLY_MXFP4_MOE:
+      return {"MXFP4_MOE", 4};
+    case LLAMA_FTYPE_MOSTLY_NVFP4:
+      return {"NVFP4", 4};
+    case LLAMA_FTYPE_MOSTLY_Q3_K_S:
+      return {"Q3_K_S", 3};
+    case LLAMA_FTYPE_MOSTLY_Q3_K_M:
+      return {"Q3_K_M", 3};
+    case LLAMA_FTYPE_MOSTLY_Q3_K_L:
+      return {"Q3_K_L", 3};
+    case LLAMA_FTYPE_MOSTLY_IQ3_XS:
+      return {"IQ3_XS", 3};
+    case LLAMA_FTYPE_MOSTLY_IQ3_XXS:
+      return {"IQ3_XXS", 3};
+    case LLAMA_FTYPE_MOSTLY_IQ3_S:
+      return {"IQ3_S", 3};
+    case LLAMA_FTYPE_MOSTLY_IQ3_M:
+      return {"IQ3_M", 3};
+    case LLAMA_FTYPE_MOSTLY_Q2_K:
+      return {"Q2_K", 2};
+    case LLAMA_FTYPE_MOSTLY_Q2_K_S:
+      return {"Q2_K_S", 2};
+    case LLAMA_FTYPE_MOSTLY_Q2_0:
+      return {"Q2_0", 2};
+    case LLAMA_FTYPE_MOSTLY_IQ2_XXS:
+      return {"IQ2_XXS", 2};
+    case LLAMA_FTYPE_MOSTLY_IQ2_XS:
+      return {"IQ2_XS", 2};
+    case LLAMA_FTYPE_MOSTLY_IQ2_S:
+      return {"IQ2_S", 2};
+    case LLAMA_FTYPE_MOSTLY_IQ2_M:
+      return {"IQ2_M", 2};
+    case LLAMA_FTYPE_MOSTLY_TQ2_0:
+      return {"TQ2_0", 2};
+    case LLAMA_FTYPE_MOSTLY_IQ1_S:
+      return {"IQ1_S", 1};
+    case LLAMA_FTYPE_MOSTLY_IQ1_M:
+      return {"IQ1_M", 1};
+    case LLAMA_FTYPE_MOSTLY_TQ1_0:
+      return {"TQ1_0", 1};
+    case LLAMA_FTYPE_MOSTLY_Q1_0:
+      return {"Q1_0", 1};
+    default:
+      return {"unknown", 0};
   }
 }
 

@@ -498,7 +498,8 @@ bool Scorer::step() {
   // copy (the copied layout copies a whole stream per branch), its output projection and its
   // log-softmax. A lane's first decode also pages the weights in (or warms the GPU): it says
   // nothing of the next ones.
-  if (decodes_seen_++ > 0) cost_model_.observe(batch_.n_tokens, static_cast<int64_t>(planned.size()), std::chrono::duration<double, std::milli>(read - planning).count());
+  if (decodes_seen_++ > 0)
+    cost_model_.observe(batch_.n_tokens, static_cast<int64_t>(planned.size()), std::chrono::duration<double, std::milli>(read - planning).count());
   cost_ = cost_model_.cost();
   count_step(decode_s, std::chrono::duration<double>(read - decoded).count(), planned.size());
   finish(take_active([](const ScoreJob& j) { return j.branches_done == j.branches.size(); }));
@@ -620,7 +621,8 @@ std::vector<std::string> Scorer::audit() const {
   for (const PrefixEntry& e : prefixes_) {
     const auto users = std::count_if(active_.begin(), active_.end(), [&e](const auto& j) { return j->entry == &e; });
     if (e.refs != users) {
-      broken.push_back("a prefix of " + std::to_string(e.tokens.size()) + " tokens holds " + std::to_string(e.refs) + " references while " + std::to_string(users) + " jobs use it");
+      broken.push_back("a prefix of " + std::to_string(e.tokens.size()) + " tokens holds " + std::to_string(e.refs) + " references while " +
+                       std::to_string(users) + " jobs use it");
     }
     if (e.step_begin >= 0 || e.step_count != 0) broken.push_back("a prefix is still marked as being in a batch between steps");
     if (e.decoded > e.tokens.size()) broken.push_back("a prefix counts more tokens decoded than it has");
@@ -637,7 +639,8 @@ std::vector<std::string> Scorer::audit() const {
   for (size_t i = 0; i < seqs.size(); ++i) {
     if (i > 0 && seqs[i] == seqs[i - 1]) broken.push_back("sequence " + std::to_string(seqs[i]) + " is held twice");
   }
-  if (seqs.size() != opts_.n_seq_max) broken.push_back(std::to_string(seqs.size()) + " sequences are free or a prefix's, of " + std::to_string(opts_.n_seq_max));
+  if (seqs.size() != opts_.n_seq_max)
+    broken.push_back(std::to_string(seqs.size()) + " sequences are free or a prefix's, of " + std::to_string(opts_.n_seq_max));
   return broken;
 }
 

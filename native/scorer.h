@@ -244,7 +244,7 @@ class Scorer {
   std::vector<llama_seq_id> free_seqs_;
   std::list<PrefixEntry> prefixes_;
   uint64_t clock_ = 0;
-  uint64_t serve_clock_ = 0;                            // ticks once per branch placed
+  uint64_t serve_clock_ = 0;                              // ticks once per branch placed
   std::unordered_map<uint64_t, uint64_t> tenant_served_;  // tenant -> when it last had a branch placed
   CostModel cost_model_;
   DecodeCost cost_;  // cost_model_'s fit after the last decode

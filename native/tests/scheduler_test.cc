@@ -73,7 +73,8 @@ std::vector<float> expected(const std::vector<llama_token>& prefix, const Branch
 
 class FakeModel final : public ModelOps {
  public:
-  explicit FakeModel(int32_t n_batch) : token_(n_batch), pos_(n_batch), n_seq_id_(n_batch, 1), seq_(n_batch), seq_ptr_(n_batch), logits_flag_(n_batch), rows_(n_batch) {
+  explicit FakeModel(int32_t n_batch)
+      : token_(n_batch), pos_(n_batch), n_seq_id_(n_batch, 1), seq_(n_batch), seq_ptr_(n_batch), logits_flag_(n_batch), rows_(n_batch) {
     for (int32_t i = 0; i < n_batch; ++i) seq_ptr_[i] = &seq_[i];
     batch_.n_tokens = 0;
     batch_.token = token_.data();
@@ -99,7 +100,8 @@ class FakeModel final : public ModelOps {
     for (int32_t i = 0; i < batch_.n_tokens; ++i) {
       std::vector<llama_token>& s = seqs[batch_.seq_id[i][0]];
       if (batch_.pos[i] != static_cast<llama_pos>(s.size())) {
-        errors.push_back("sequence " + std::to_string(batch_.seq_id[i][0]) + " got a token at position " + std::to_string(batch_.pos[i]) + " after " + std::to_string(s.size()) + " cells");
+        errors.push_back("sequence " + std::to_string(batch_.seq_id[i][0]) + " got a token at position " + std::to_string(batch_.pos[i]) + " after " +
+                         std::to_string(s.size()) + " cells");
       }
       s.push_back(batch_.token[i]);
       if (batch_.logits[i]) rows_[i] = logits_of(s);
@@ -114,8 +116,10 @@ class FakeModel final : public ModelOps {
 
   void seq_rm(llama_seq_id seq, llama_pos from) override {
     std::vector<llama_token>& s = seqs[seq];
-    if (from < 0) s.clear();
-    else if (static_cast<size_t>(from) < s.size()) s.resize(static_cast<size_t>(from));
+    if (from < 0)
+      s.clear();
+    else if (static_cast<size_t>(from) < s.size())
+      s.resize(static_cast<size_t>(from));
   }
 
   const float* logits(int32_t i) override { return rows_[i].data(); }
@@ -144,7 +148,7 @@ struct Rig {
   FakeModel* model;
   std::unique_ptr<Scorer> scorer;
   std::map<int, std::unique_ptr<ScoreJob>> done;  // by tag
-  std::map<int, int> finished_at;                  // tag -> step count when it finished
+  std::map<int, int> finished_at;                 // tag -> step count when it finished
   std::map<int, std::vector<llama_token>> prefixes;
   int steps = 0;
 
@@ -156,7 +160,8 @@ struct Rig {
   }
 
   // Submits a job; `then` runs on the stepping thread once it is done.
-  std::shared_ptr<std::atomic<bool>> submit(int tag, std::vector<llama_token> prefix, std::vector<Branch> branches, uint64_t tenant, std::function<void()> then = {}) {
+  std::shared_ptr<std::atomic<bool>> submit(int tag, std::vector<llama_token> prefix, std::vector<Branch> branches, uint64_t tenant,
+                                            std::function<void()> then = {}) {
     auto job = std::make_unique<ScoreJob>();
     job->prefix = prefix;
     job->branches = std::move(branches);
@@ -192,7 +197,8 @@ struct Rig {
     for (auto& [tag, job] : done) {
       if (!job->error.empty()) continue;
       for (size_t b = 0; b < job->branches.size(); ++b) {
-        check(job->logprobs[b] == expected(prefixes[tag], job->branches[b]), "job " + std::to_string(tag) + " branch " + std::to_string(b) + " scored on the wrong history");
+        check(job->logprobs[b] == expected(prefixes[tag], job->branches[b]),
+              "job " + std::to_string(tag) + " branch " + std::to_string(b) + " scored on the wrong history");
       }
     }
     for (const std::string& e : model->errors) check(false, e);
@@ -317,7 +323,8 @@ void test_cancelled_job_releases_everything() {
   // Its prefix stays cached: the same state again decodes only its branch.
   rig.submit(3, tokens({4}, 30, 6), branches(1, 8), 1);
   rig.drain();
-  check(rig.done[3] && rig.done[3]->cached == 31, "the cancelled job's prefix was found cached (" + std::to_string(rig.done[3] ? rig.done[3]->cached : -1) + " tokens)");
+  check(rig.done[3] && rig.done[3]->cached == 31,
+        "the cancelled job's prefix was found cached (" + std::to_string(rig.done[3] ? rig.done[3]->cached : -1) + " tokens)");
   rig.check_results();
 }
 

@@ -41,7 +41,7 @@ struct Options {
   uint32_t cells = 0;  // 0: the layout's default
   uint32_t seqs = 0;   // 0: the default
   uint64_t seed = 1;
-  int32_t flash_attn = -1;  // as the engine's flashAttention: -1 auto, 0 off, 1 on
+  int32_t flash_attn = -1;    // as the engine's flashAttention: -1 auto, 0 off, 1 on
   bool exact_kernels = true;  // as the engine's kernels: "exact" unless --kernels fast
   uint32_t in_flight = 8;
   double seconds = 10.0;  // per decisions point
@@ -413,9 +413,10 @@ class Bench {
       cached_head = head_cached(lane);
     }
     const double tolerance = 1e-3;
-    const std::pair<const char*, const Result*> cases[] = {
-        {"cold_vs_cached", &cached_alone}, {"alone_vs_batched", &cold_crowded}, {"alone_vs_batched_cached", &cached_crowded},
-        {"cold_vs_head_cached", &cached_head}};
+    const std::pair<const char*, const Result*> cases[] = {{"cold_vs_cached", &cached_alone},
+                                                           {"alone_vs_batched", &cold_crowded},
+                                                           {"alone_vs_batched_cached", &cached_crowded},
+                                                           {"cold_vs_head_cached", &cached_head}};
     for (const auto& [name, other] : cases) {
       Line l = line("determinism");
       const std::string which(name);
@@ -481,25 +482,38 @@ Options parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage(("missing value after " + a).c_str());
     const std::string v = argv[++i];
-    if (a == "--model") o.model = v;
-    else if (a == "--layout" && (v == "copied" || v == "shared")) o.layout = v == "shared" ? KvLayout::shared : KvLayout::copied;
-    else if (a == "--gpu-layers") o.gpu_layers = std::atoi(v.c_str());
-    else if (a == "--threads") o.threads = std::atoi(v.c_str());
-    else if (a == "--cells") o.cells = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    else if (a == "--seqs") o.seqs = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    else if (a == "--seed") o.seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--flash-attn" && (v == "auto" || v == "on" || v == "off")) o.flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
-    else if (a == "--kernels" && (v == "exact" || v == "fast")) o.exact_kernels = v == "exact";
-    else if (a == "--in-flight") o.in_flight = std::max(1u, static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10)));
-    else if (a == "--seconds") o.seconds = std::strtod(v.c_str(), nullptr);
-    else if (a == "--json") o.json = v;
+    if (a == "--model")
+      o.model = v;
+    else if (a == "--layout" && (v == "copied" || v == "shared"))
+      o.layout = v == "shared" ? KvLayout::shared : KvLayout::copied;
+    else if (a == "--gpu-layers")
+      o.gpu_layers = std::atoi(v.c_str());
+    else if (a == "--threads")
+      o.threads = std::atoi(v.c_str());
+    else if (a == "--cells")
+      o.cells = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    else if (a == "--seqs")
+      o.seqs = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    else if (a == "--seed")
+      o.seed = std::strtoull(v.c_str(), nullptr, 10);
+    else if (a == "--flash-attn" && (v == "auto" || v == "on" || v == "off"))
+      o.flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
+    else if (a == "--kernels" && (v == "exact" || v == "fast"))
+      o.exact_kernels = v == "exact";
+    else if (a == "--in-flight")
+      o.in_flight = std::max(1u, static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10)));
+    else if (a == "--seconds")
+      o.seconds = std::strtod(v.c_str(), nullptr);
+    else if (a == "--json")
+      o.json = v;
     else if (a == "--only") {
       std::stringstream ss(v);
       for (std::string m; std::getline(ss, m, ',');) {
         if (m != "prefill" && m != "decisions" && m != "memory" && m != "determinism") usage(("unknown measurement " + m).c_str());
         o.only.insert(m);
       }
-    } else usage(("bad option " + a + " " + v).c_str());
+    } else
+      usage(("bad option " + a + " " + v).c_str());
   }
   if (o.model.empty()) usage("--model is required");
   if (o.threads <= 0) o.threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));

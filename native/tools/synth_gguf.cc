@@ -89,15 +89,13 @@ void make_row(float* out, int64_t n, Fill fill, uint64_t seed) {
   const float scale = 0.02f / (65535.0f * 0.5773503f);  // the sum's std is 65535 * sqrt(4/12)
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t r = splitmix64(seed);
-    const int32_t sum = static_cast<int32_t>(r & 0xffff) + static_cast<int32_t>((r >> 16) & 0xffff) +
-                        static_cast<int32_t>((r >> 32) & 0xffff) + static_cast<int32_t>(r >> 48) - 2 * 65535;
+    const int32_t sum = static_cast<int32_t>(r & 0xffff) + static_cast<int32_t>((r >> 16) & 0xffff) + static_cast<int32_t>((r >> 32) & 0xffff) +
+                        static_cast<int32_t>(r >> 48) - 2 * 65535;
     out[i] = static_cast<float>(sum) * scale;
   }
 }
 
-bool encodable(ggml_type type) {
-  return type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16 || ggml_is_quantized(type);
-}
+bool encodable(ggml_type type) { return type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16 || ggml_is_quantized(type); }
 
 int fill(const char* in, const char* out, uint64_t seed, unsigned threads) {
   gguf_context* skel = open_meta(in);
@@ -213,9 +211,12 @@ int main(int argc, char** argv) {
   for (int i = 4; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) usage();
-    if (a == "--seed") seed = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--threads") threads = std::max(1u, static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10)));
-    else usage();
+    if (a == "--seed")
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--threads")
+      threads = std::max(1u, static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10)));
+    else
+      usage();
   }
   return fill(argv[2], argv[3], seed, threads);
 }
