@@ -37,10 +37,18 @@ class CostModel {
   double theta_[kParams];
   double p_[kParams][kParams];
   uint64_t observed_ = 0;
-  // Faded sums of milliseconds and tokens: the plain rate that stands in while the fit is not yet
-  // sound (a part below zero), so the cost is known from the first counted decode.
+  // The same faded decodes as normal equations (Σ x xᵀ, Σ x·ms, Σ ms²): when the fit has a part
+  // below zero, the best fit whose parts are all costs is found from them.
+  double xx_[kParams][kParams] = {};
+  double xy_[kParams] = {};
+  double yy_ = 0.0;
+  // Faded sums of milliseconds and tokens: the plain rate that stands in until the parts can be
+  // told apart, so the cost is known from the first counted decode.
   double ms_sum_ = 0.0;
   double token_sum_ = 0.0;
+
+  // Least squares over the parts in `use` alone (the others 0); false when they cannot be told apart.
+  bool fit_parts(const bool use[kParams], double theta[kParams], double* residual) const;
 };
 
 }  // namespace arbitra

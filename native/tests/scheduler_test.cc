@@ -430,6 +430,24 @@ void test_injected_stall_holds_work_until_stopped() {
 
 }  // namespace
 
+// Decodes whose exact fit has a fixed part below zero: the cost must come from the best fit whose
+// parts are all costs, not from the plain rate per token, which the many-row decodes inflate.
+void test_cost_with_a_part_below_zero_keeps_the_token_rate() {
+  const auto truth = [](double tokens, double rows) { return 1.0 * tokens + 13.0 * rows - 5.0; };
+  arbitra::CostModel model;
+  const int64_t shapes[][2] = {{48, 12}, {16, 1}, {200, 1}, {96, 24}, {4, 1}, {64, 16}, {120, 2}};
+  for (int round = 0; round < 20; ++round) {
+    for (const auto& s : shapes) model.observe(s[0], s[1], truth(static_cast<double>(s[0]), static_cast<double>(s[1])));
+  }
+  const arbitra::DecodeCost c = model.cost();
+  check(c.known(), "the cost is known");
+  check(c.per_decode_ms >= 0.0 && c.per_row_ms >= 0.0, "every part is a cost");
+  check(c.per_token_ms > 0.8 && c.per_token_ms < 1.3, "a token costs about 1 ms, fitted " + std::to_string(c.per_token_ms));
+  const double long_prompt = c.of(30000, 1);
+  check(long_prompt < 1.3 * truth(30000, 1),
+        "a 30,000-token prompt of one row is reckoned at " + std::to_string(long_prompt) + " ms, not several times its cost");
+}
+
 int main() {
   const std::vector<std::pair<const char*, void (*)()>> tests = {
       {"a one-question job is one decode", test_one_question_is_one_decode},
@@ -443,6 +461,7 @@ int main() {
       {"a failed decode fails its jobs and leaves the scorer whole", test_decode_failure_fails_jobs_and_leaves_scorer_whole},
       {"the liveness clock runs only while work waits", test_liveness_clock},
       {"an injected stall holds the work until stopped", test_injected_stall_holds_work_until_stopped},
+      {"a cost fit with a part below zero keeps the token rate", test_cost_with_a_part_below_zero_keeps_the_token_rate},
   };
   for (const auto& [name, fn] : tests) {
     current = name;
