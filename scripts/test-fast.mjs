@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { importsOf } from './lib/import-graph.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -29,14 +30,11 @@ function testFiles(dir) {
   });
 }
 
-/** The test-local modules a file imports, as repository paths (`./x.js` is the source `./x.ts`). */
-function localImports(file) {
-  const text = fs.readFileSync(path.join(root, file), 'utf8');
-  const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'(\.[^']+)'|import\('(\.[^']+)'\)/g)].map((m) => m[1] ?? m[2]);
-  return specs
-    .map((spec) => path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, '.ts'))
-    .filter((dep) => dep.startsWith('test/') && fs.existsSync(path.join(root, dep)));
-}
+/** The test-local modules a file imports (the bench and source modules start nothing of these). */
+const localImports = (file) =>
+  importsOf(root, [file])
+    .map((edge) => edge.to)
+    .filter((dep) => dep.startsWith('test/'));
 
 /** Why a file is not fast (what it starts), or null. */
 function slowBecause(file, seen = new Set()) {
@@ -51,9 +49,10 @@ function slowBecause(file, seen = new Set()) {
 }
 
 const files = testFiles('test');
-const fast = files.filter((file) => !slowBecause(file));
+const why = new Map(files.map((file) => [file, slowBecause(file)]));
+const fast = files.filter((file) => !why.get(file));
 if (process.argv.includes('--list')) {
-  for (const file of files) console.log(`${fast.includes(file) ? 'fast' : 'slow'}  ${file}${fast.includes(file) ? '' : ` (${slowBecause(file)})`}`);
+  for (const file of files) console.log(`${why.get(file) ? 'slow' : 'fast'}  ${file}${why.get(file) ? ` (${why.get(file)})` : ''}`);
   process.exit(0);
 }
 console.log(`test:fast: ${fast.length} of ${files.length} test files (the others start a model, a server or a browser: npm test runs them)`);

@@ -1,16 +1,14 @@
-// The import graph of src/, read from the source text the way the compiler resolves it (a
-// relative './x.js' names ./x.ts), and the two things the layer check asks of it: imports that run
-// against the layers, and circles.
+// The import graph of src/ (its relative imports read by scripts/lib/import-graph.mjs, which the
+// fast test tier shares), its packages, and the two things the layer check asks of it: imports
+// that run against the layers, and circles.
 import fs from 'node:fs';
 import path from 'node:path';
 
-export interface Edge {
-  from: string;
-  to: string;
-}
+import { importsOf, type Edge } from '../../scripts/lib/import-graph.mjs';
 
-/** Static, re-export and dynamic imports with a relative specifier; packages are read apart. */
-const RELATIVE = [/(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+'(\.[^']+)'/g, /import\(\s*'(\.[^']+)'\s*\)/g, /(?:^|\n)\s*import\s+'(\.[^']+)'/g];
+export { importsOf, type Edge };
+
+/** Imports of packages, read apart from the relative ones (scripts/lib/import-graph.mjs). */
 const PACKAGE = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+'([^.'][^']*)'/g;
 
 function walk(dir: string): string[] {
@@ -23,22 +21,6 @@ export function sourceFiles(root: string, dir: string): string[] {
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
     .map((f) => path.relative(root, f).split(path.sep).join('/'))
     .sort();
-}
-
-function resolve(root: string, from: string, spec: string): string {
-  const target = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec)).replace(/\.js$/, '.ts');
-  if (fs.existsSync(path.join(root, target))) return target;
-  const index = path.posix.join(target.replace(/\.ts$/, ''), 'index.ts');
-  if (fs.existsSync(path.join(root, index))) return index;
-  throw new Error(`${from} imports ${spec}, which is no file`);
-}
-
-export function importsOf(root: string, files: string[]): Edge[] {
-  return files.flatMap((from) => {
-    const text = fs.readFileSync(path.join(root, from), 'utf8');
-    const specs = new Set(RELATIVE.flatMap((re) => [...text.matchAll(re)].map((m) => m[1]!)));
-    return [...specs].map((spec) => ({ from, to: resolve(root, from, spec) }));
-  });
 }
 
 /** The packages a file imports, by name (a scope and its name, or the bare name). */

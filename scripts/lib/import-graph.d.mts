@@ -1,0 +1,6 @@
+export interface Edge {
+  from: string;
+  to: string;
+}
+
+export function importsOf(root: string, files: string[]): Edge[];
