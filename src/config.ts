@@ -28,6 +28,8 @@ export interface Config {
   store: string;
   /** Connections each process may open to PostgreSQL (--store-pool). */
   storePool: number;
+  /** How long a dead node's in-flight slots keep counting in PostgreSQL (--slot-lease-seconds); undefined = the store's default. */
+  slotLeaseSeconds: number | undefined;
   /** ARBITRA_KEY_SECRET: HMAC key of stored secrets; required with PostgreSQL, the same on every node. */
   keySecret: string | undefined;
   /** Path of the GGUF model file. */
@@ -92,6 +94,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
     flag: '--store-pool',
     env: 'ARBITRA_STORE_POOL',
     help: `PostgreSQL connections per process; a node opens up to (workers + 2) times as many, and all nodes together must stay under the server's max_connections (default ${DEFAULT_STORE_POOL})`,
+  },
+  {
+    flag: '--slot-lease-seconds',
+    env: 'ARBITRA_SLOT_LEASE_SECONDS',
+    help: "PostgreSQL: how long the in-flight slots of a node that died keep counting against their keys' limits; a live node renews its own every third of it (default 30)",
   },
   {
     flag: '--store',
@@ -330,6 +337,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     dataDir,
     store: storeUrl?.value ?? dataDir,
     storePool: int('--store-pool', 1, 1000) ?? DEFAULT_STORE_POOL,
+    slotLeaseSeconds: int('--slot-lease-seconds', 3, 86_400),
     keySecret,
     model,
     modelEntry,
@@ -404,6 +412,7 @@ export function storeOptions(config: Config): StoreOptions {
   return {
     keySecret: config.keySecret,
     poolSize: config.storePool,
+    slotLeaseSeconds: config.slotLeaseSeconds,
     idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
     idempotencyMax: config.limits.idempotencyMax,
     maxKeysPerUser: config.maxKeysPerUser,

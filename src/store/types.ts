@@ -216,6 +216,8 @@ export interface StoreOptions {
    * poolSize must stay under the server's max_connections.
    */
   poolSize?: number;
+  /** PostgreSQL: how long a dead node's in-flight slots keep counting (--slot-lease-seconds), default 30. */
+  slotLeaseSeconds?: number;
   /** Where a backend reports trouble it recovers from (a dropped database connection); stderr by default. */
   log?: (line: string) => void;
 }

@@ -108,8 +108,10 @@ if (cannotRun) {
 
     t.test('a node killed with requests in flight: acknowledged writes stay, its slots lapse', { timeout: 180_000 }, async (t) => {
       // Limits are each node's configuration: the victim and the node that checks after it share one.
-      const victim = await node({ ARBITRA_MAX_IN_FLIGHT: '2' });
-      const checker = await node({ ARBITRA_MAX_IN_FLIGHT: '2' });
+      // A lease of 8 s (30 by default) keeps the wait for the lapse short; renewed every 2.7 s.
+      const limits = { ARBITRA_MAX_IN_FLIGHT: '2', ARBITRA_SLOT_LEASE_SECONDS: '8' };
+      const victim = await node(limits);
+      const checker = await node(limits);
       nodes.push(victim, checker);
       t.ok((await ready(victim)) && (await ready(checker)));
       const { id, key } = await newKey(victim, 'killed@example.com');

@@ -6,7 +6,7 @@ import { createGate, createIpLimiter } from '../../src/api/gate.js';
 import { loadLimitsConfig, type LimitsConfig } from '../../src/limits/config.js';
 import { ApiError } from '../../src/api/errors.js';
 import { utcDay } from '../../src/store/clock.js';
-import { LEASE_MS } from '../../src/store/postgres/counters.js';
+import { DEFAULT_LEASE_MS as LEASE_MS } from '../../src/store/postgres/counters.js';
 import { backendsFor } from '../helpers/backends.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/admit-child.ts', import.meta.url));

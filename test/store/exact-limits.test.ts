@@ -3,7 +3,7 @@
 // 100, and exactly 100 get through.
 import t, { type Test } from 'tap';
 import { openStore, type AdmitLimits, type Store } from '../../src/store/index.js';
-import { LEASE_MS } from '../../src/store/postgres/counters.js';
+import { DEFAULT_LEASE_MS as LEASE_MS } from '../../src/store/postgres/counters.js';
 import { backendsFor } from '../helpers/backends.js';
 
 const OPEN: AdmitLimits = { requestsPerSecond: 1_000_000, maxInFlight: 1_000_000, freeDailyDecisions: 0, monthlyCap: 0, billing: false, startingBalanceEur: 0 };

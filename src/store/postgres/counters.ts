@@ -8,7 +8,7 @@
 // windows, balances) are single statements that check and increment in one row update.
 //
 // In-flight slots are leases: a node pushes the expiry of its own slots forward while they are
-// held, so the slots of a node that died lapse within LEASE_MS, whatever happened to it. Only the
+// held, so the slots of a node that died lapse within the lease, whatever happened to it. Only the
 // slots it still holds are renewed: a slot whose release could not reach the database (an outage)
 // is no longer renewed and lapses too, instead of being kept alive by its node for ever.
 import type pg from 'pg';
@@ -19,9 +19,8 @@ import type { CounterStore, UsageDayRow } from '../types.js';
 import { transaction } from './db.js';
 import { isOutage } from './outage.js';
 
-/** How long a slot outlives the last renewal of its node. */
-export const LEASE_MS = 30_000;
-const RENEW_EVERY_MS = LEASE_MS / 3;
+/** How long a slot outlives the last renewal of its node, unless the operator says (--slot-lease-seconds). */
+export const DEFAULT_LEASE_MS = 30_000;
 
 export interface PgCounterStore extends CounterStore {
   /** Stops renewing this node's leases (at close). */
@@ -30,20 +29,20 @@ export interface PgCounterStore extends CounterStore {
 
 const monthStart = (nowMs: number) => `${utcMonth(nowMs)}-01`;
 
-export function createCounterStore(pool: pg.Pool, log: (line: string) => void): PgCounterStore {
+export function createCounterStore(pool: pg.Pool, log: (line: string) => void, leaseMs = DEFAULT_LEASE_MS): PgCounterStore {
   const nodeId = `node_${randomBase62(16)}`;
   /** The slots this process holds now: admitted and not yet released. */
   const held = new Set<string>();
   const renew = setInterval(() => {
     if (held.size === 0) return;
     pool
-      .query('update in_flight set expires_at = $2 where node_id = $1 and slot_id = any($3)', [nodeId, new Date(Date.now() + LEASE_MS), [...held]])
+      .query('update in_flight set expires_at = $2 where node_id = $1 and slot_id = any($3)', [nodeId, new Date(Date.now() + leaseMs), [...held]])
       .catch((err: unknown) => {
         // Caught: a failed renewal is never an unhandled rejection. The next one tries again; if the
-        // database stays away longer than LEASE_MS, these slots lapse as a dead node's would.
+        // database stays away longer than the lease, these slots lapse as a dead node's would.
         log(`renewing in-flight leases failed: ${(err as Error).message}`);
       });
-  }, RENEW_EVERY_MS);
+  }, leaseMs / 3);
   renew.unref();
 
   const balanceChange = async (userId: string, deltaMicro: number, startingBalanceEur: number) => {
@@ -97,7 +96,7 @@ export function createCounterStore(pool: pg.Pool, log: (line: string) => void): 
                   u as (insert into usage_day (key_id, day, requests) values ($1, $4, 1)
                         on conflict (key_id, day) do update set requests = usage_day.requests + 1)
              insert into in_flight (key_id, slot_id, node_id, expires_at) values ($1, $6, $7, $8)`,
-            [key.id, key.user_id, second, day, monthStart(nowMs), slotId, nodeId, new Date(nowMs + LEASE_MS)],
+            [key.id, key.user_id, second, day, monthStart(nowMs), slotId, nodeId, new Date(nowMs + leaseMs)],
           );
           return { ok: true as const, slotId };
         },
@@ -115,9 +114,9 @@ export function createCounterStore(pool: pg.Pool, log: (line: string) => void): 
         await pool.query('delete from in_flight where key_id = $1 and slot_id = $2', [keyId, slotId]);
       } catch (err) {
         // The answer the slot was held for is ready; an outage now must not turn it into an error.
-        // No longer renewed, the slot lapses within LEASE_MS.
+        // No longer renewed, the slot lapses within the lease.
         if (!isOutage(err)) throw err;
-        log(`releasing an in-flight slot failed (its lease lapses within ${LEASE_MS / 1000} s): ${(err as Error).message}`);
+        log(`releasing an in-flight slot failed (its lease lapses within ${leaseMs / 1000} s): ${(err as Error).message}`);
       }
     },
 

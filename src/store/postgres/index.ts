@@ -62,7 +62,7 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
     const idempotency = createIdempotencyStore(pool, { ttlSeconds: idempotencyTtlSeconds, max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max });
     const retention = createRetentionStore(pool, hash);
     const verificationTokens = createVerificationTokenStore(pool, hash);
-    const counters = createCounterStore(pool, log);
+    const counters = createCounterStore(pool, log, opts.slotLeaseSeconds === undefined ? undefined : opts.slotLeaseSeconds * 1000);
     return {
       location: shown(url),
       // Every module guarded: an outage reaches the caller as StoreUnavailableError.
