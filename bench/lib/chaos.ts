@@ -166,7 +166,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     while (performance.now() - since < opts.healWithinMs) {
       const probe = decide('probe', 'load', opts.answerWithinMs);
       const windowLeft = since + opts.healWithinMs - performance.now();
-      const r = await Promise.race([probe, sleep(windowLeft).then(() => null)]);
+      let closing: NodeJS.Timeout | undefined;
+      const windowClosed = new Promise<null>((resolve) => (closing = setTimeout(() => resolve(null), windowLeft)));
+      // The window's timer goes with the probe that beat it: left pending it kept the process alive.
+      const r = await Promise.race([probe, windowClosed]).finally(() => clearTimeout(closing));
       if (r === null) {
         lateProbes.push(probe);
         return null;
