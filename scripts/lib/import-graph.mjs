@@ -1,6 +1,6 @@
 // The relative imports of TypeScript files, read from the source text the way the compiler resolves
 // them (a relative './x.js' names ./x.ts, a folder its index.ts). One reader for the layer check
-// (test/architecture/) and for choosing the fast test tier (scripts/test-fast.mjs).
+// (test/architecture/) and for choosing the test tiers (scripts/lib/test-tiers.mjs).
 import fs from 'node:fs';
 import path from 'node:path';
 

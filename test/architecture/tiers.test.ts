@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const listing = execFileSync(process.execPath, ['scripts/test-fast.mjs', '--list'], { cwd: root, encoding: 'utf8' });
+const listing = execFileSync(process.execPath, ['scripts/run-tests.mjs', '--list'], { cwd: root, encoding: 'utf8' });
 const tier = new Map(
   listing
     .trim()

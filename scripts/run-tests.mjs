@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// Runs the suite by tiers (scripts/lib/test-tiers.mjs). `npm test`: first, several at a time, the
+// files that load no model (the fast tier, and the PostgreSQL tests, which mostly wait); then one at
+// a time the files that do, since model threads on a small machine only slow each other down; one
+// summary line for both at the end. `--fast` (`npm run test:fast`): the fast tier alone, its store
+// contracts on LMDB alone. `--list`: each file's tier and what it starts. Other arguments go to tap.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { onlyPostgres, root, tiers } from './lib/test-tiers.mjs';
+
+// Those files wait on disks and PostgreSQL start-ups as much as on the CPU: three at a time beat two
+// (49 s against 54 s for the fast tier with PostgreSQL on 2 cores), and four gained little more.
+const JOBS = 3;
+const args = process.argv.slice(2);
+const files = tiers();
+if (args.includes('--list')) {
+  for (const [file, what] of files) console.log(`${what.length ? 'slow' : 'fast'}  ${file}${what.length ? ` (${what.join(', ')})` : ''}`);
+  process.exit(0);
+}
+const fastOnly = args.includes('--fast');
+const tapArgs = args.filter((a) => a !== '--fast');
+const fast = [...files].filter(([, what]) => what.length === 0).map(([file]) => file);
+const modelFree = [...files].filter(([, what]) => what.length === 0 || onlyPostgres(what)).map(([file]) => file);
+const withModels = [...files].filter(([file]) => !modelFree.includes(file)).map(([file]) => file);
+
+/** Runs tap over `list`, passing its output through; resolves with its exit status and its summary counts. */
+function tap(list, jobs, env = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(root, 'node_modules/tap/dist/esm/run.mjs'), `--jobs=${jobs}`, ...tapArgs, ...list], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, ...env },
+    });
+    let counts = {};
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      process.stdout.write(`${line}\n`);
+      const summary = /^# \{ (total: \d+.*) \}$/.exec(line);
+      if (summary) counts = Object.fromEntries(summary[1].split(', ').map((kv) => [kv.split(': ')[0], Number(kv.split(': ')[1])]));
+    });
+    child.on('close', (code) => resolve({ code: code ?? 1, counts }));
+  });
+}
+
+if (fastOnly) {
+  console.log(`test:fast: ${fast.length} of ${files.size} test files (the others start a model, a server, PostgreSQL or a browser: npm test runs them)`);
+  process.exit((await tap(fast, JOBS, { ARBITRA_TEST_BACKENDS: 'lmdb' })).code);
+}
+console.log(`${modelFree.length} files that load no model, ${JOBS} at a time`);
+const first = await tap(modelFree, JOBS);
+console.log(`${withModels.length} files that load a model, one at a time`);
+const second = await tap(withModels, 1);
+// The line .ci/run reads: both runs' counts together.
+const keys = [...new Set([...Object.keys(first.counts), ...Object.keys(second.counts)])];
+console.log(`# { ${keys.map((k) => `${k}: ${(first.counts[k] ?? 0) + (second.counts[k] ?? 0)}`).join(', ')} }`);
+process.exit(first.code || second.code);
