@@ -67,7 +67,8 @@ if (cannotRun) {
 
   t.test('an engine killed after serving is restarted at once, every time', async (t) => {
     const restarts: string[] = [];
-    for (let i = 0; i < 3; i++) {
+    // Twice is enough to tell "at once, every time" from a back-off, which would double the second.
+    for (let i = 0; i < 2; i++) {
       t.equal((await server.call('/v1/systemone', { body: BODY, key: secret })).status, 200, `decision ${i} served`);
       // The host learns that it served from the engine's counters, read every second.
       await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -81,7 +82,7 @@ if (cannotRun) {
       t.ok(back, `back after kill ${i + 1}`);
       restarts.push(/restarting in (\d+) ms/.exec(server.log().slice(logged))?.[1] ?? '?');
     }
-    t.same(restarts, ['500', '500', '500'], 'each restart after 500 ms, no back-off');
+    t.same(restarts, ['500', '500'], 'each restart after 500 ms, no back-off');
   });
 
   t.test('an engine that dies before serving backs off, doubling', async (t) => {
