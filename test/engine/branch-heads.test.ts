@@ -59,7 +59,7 @@ t.test('every branch is in exactly one group', async (t) => {
 });
 
 t.test('grouped scoring on the real model: bit-identical to each branch alone, fewer tokens', async (t) => {
-  const local = await createLocalEngine(TEST_MODEL, { threads: 1, contextSize: 1024, maxSequences: 16 });
+  const local = await createLocalEngine(TEST_MODEL, { threads: 2, contextSize: 1024, maxSequences: 16 });
   t.teardown(() => local.close());
   const question = 'Question: Which team should handle this ticket, given what the customer asks for?\nOptions:\n';
   const orders = [

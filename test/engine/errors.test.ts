@@ -8,7 +8,7 @@ import { TEST_MODEL } from '../helpers/models.js';
 
 const MODEL = TEST_MODEL;
 // Without a long lane, so the main lane's own limits are what a too-long request meets.
-const SMALL = { threads: 1, contextSize: 128, batchSize: 64, microBatchSize: 64, maxSequences: 4, longContextSize: 0 };
+const SMALL = { threads: 2, contextSize: 128, batchSize: 64, microBatchSize: 64, maxSequences: 4, longContextSize: 0 };
 
 const engine = await LlamaEngine.load(MODEL, SMALL);
 t.teardown(() => engine.close());

@@ -9,7 +9,7 @@ import { TEST_MODEL } from '../helpers/models.js';
 const BATCH = 2048;
 const CELLS = 3072;
 const engine = await LlamaEngine.load(TEST_MODEL, {
-  threads: 1,
+  threads: 2,
   kvLayout: 'shared',
   kvCells: CELLS,
   batchSize: BATCH,

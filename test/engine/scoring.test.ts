@@ -12,7 +12,7 @@ const MODEL = TEST_MODEL;
 const TOLERANCE = 1e-3;
 
 // One thread: on two shared cores a second llama.cpp thread mostly waits at barriers.
-const local = await createLocalEngine(MODEL, { threads: 1, contextSize: 1024, maxSequences: 16 });
+const local = await createLocalEngine(MODEL, { threads: 2, contextSize: 1024, maxSequences: 16 });
 t.teardown(() => local.close());
 const engine = local.engine;
 const withBos = (text: string) => engine.tokenize(text, { addSpecial: true });
@@ -172,7 +172,7 @@ t.test('prefix cache: any common head with a cached prefix is reused, and scores
   const cut = await engine.score(diverging, [branch]);
   t.equal(cut.cached, 389, 'the head shared with the longer cached prefix was reused');
   // Reference: the same prefixes and branch on a fresh engine, where nothing is cached.
-  const fresh = await createLocalEngine(MODEL, { threads: 1, contextSize: 1024, maxSequences: 4 });
+  const fresh = await createLocalEngine(MODEL, { threads: 2, contextSize: 1024, maxSequences: 4 });
   const reference = await fresh.engine.score(longer, [branch]);
   const referenceCut = await fresh.engine.score(diverging.subarray(0, 400), [branch]);
   await fresh.close();
