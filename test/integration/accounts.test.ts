@@ -346,12 +346,9 @@ if (cannotRun) {
   });
 
   t.test('per-second limit, billing and a closed console on a second server', async (t) => {
-    // Beside the main server, a second copy of the default KV lanes takes 12 s to start on this
-    // machine (their pages are written once at load); limits and billing need none of them.
     const billed = await startServer(dir, {
       workers: 2,
       consoleToken: null,
-      args: ['--max-sequences', '8', '--long-ctx-size', '0'],
       env: {
         ARBITRA_RATE_LIMIT_RPS: '1',
         ARBITRA_MAX_IN_FLIGHT: '100',

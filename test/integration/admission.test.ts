@@ -32,7 +32,7 @@ if (cannotRun) {
   });
 
   t.test('work that cannot finish before the deadline is refused before any of it is done', async (t) => {
-    const server = await startServer(t.testdir(), { workers: 1, env: env(10) });
+    const server = await startServer(t.testdir(), { workers: 1, env: env(10), lanes: 'default' });
     t.teardown(() => server.stop());
     const { secret } = await server.createKey('cost@example.com');
     const decodesBefore = metricValue((await server.call('/metrics')).text, 'arbitra_engine_decodes_total');
@@ -65,7 +65,7 @@ if (cannotRun) {
   });
 
   t.test('behind a large request: a small one with a new state is answered, one that cannot finish behind it is told to retry', async (t) => {
-    const server = await startServer(t.testdir(), { workers: 2, env: env(20) });
+    const server = await startServer(t.testdir(), { workers: 2, env: env(20), lanes: 'default' });
     t.teardown(() => server.stop());
     const big = await server.createKey('big@example.com');
     const other = await server.createKey('other@example.com');

@@ -31,7 +31,7 @@ if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
   t.test('default caps: 100 questions and 800 branches per request', async (t) => {
-    const server = await startServer(t.testdir(), { workers: 1 });
+    const server = await startServer(t.testdir(), { workers: 1, lanes: 'default' });
     t.teardown(() => server.stop());
     const { secret } = await server.createKey('caps@example.com');
     const r = await server.call('/v1/systemone', { key: secret, body: { state: 'x', questions: questions(101) } });

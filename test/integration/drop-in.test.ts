@@ -16,7 +16,7 @@ const REF = '<image:5f1c0d9e2b7a4c3e8d6f0a1b2c3d4e5f>';
 if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
-  const server = await startServer(t.testdir(), { workers: 2 });
+  const server = await startServer(t.testdir(), { workers: 2, lanes: 'default' });
   t.teardown(() => server.stop());
   const { secret } = await server.createKey('dropin@example.com');
 
