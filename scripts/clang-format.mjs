@@ -15,6 +15,8 @@ ensureVenv({
   minPython: [3, 8],
   needs: 'the C++ format check',
 });
+// scripts/test-setup.mjs: the virtual environment alone.
+if (process.argv.includes('--install')) process.exit(0);
 
 /** Our C++: the addon, its tests and tools (llama.cpp's own code and the patches are not ours to format). */
 const files = ['native', 'native/tests', 'native/tools'].flatMap((dir) =>

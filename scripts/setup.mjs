@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// One-shot set-up run by `npm install` (postinstall): llama.cpp source, addon build,
-// TypeScript build and the default model (resumed where an interrupted install left it). Every step is skipped when its output is current,
-// so a second `npm install` costs seconds.
+// One-shot set-up run by `npm install` (postinstall): llama.cpp source, addon build, TypeScript
+// build and the default model (resumed where an interrupted install left it), and on a development
+// install what the suite needs (scripts/test-setup.mjs). Every step is skipped when its output is
+// current, so a second `npm install` costs seconds.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -108,6 +109,18 @@ function buildTypeScript() {
   run(process.execPath, [path.join(root, 'scripts', 'build-web.mjs')]);
 }
 
+/** A development install (devDependencies present) also prepares what `npm test` needs in the checkout. */
+function testSetup() {
+  if (!fs.existsSync(path.join(root, 'node_modules', 'tap')) || process.env.ARBITRA_SKIP_TEST_SETUP === '1') return;
+  log('preparing the test models and tools (scripts/test-setup.mjs)');
+  try {
+    run(process.execPath, [path.join(root, 'scripts', 'test-setup.mjs')]);
+  } catch {
+    // Serving needs none of it; npm test runs the same script and says what is missing.
+    log('the test set-up did not finish; npm test will try again');
+  }
+}
+
 try {
   llamaSource();
   buildAddon();
@@ -119,6 +132,7 @@ try {
       const { modelsDir } = await import('../dist/src/config.js');
       await ensureModel(DEFAULT_MODEL, modelsDir(), log);
     }
+    testSetup();
   }
 } catch (err) {
   process.stderr.write(`[arbitra setup] failed: ${err instanceof Error ? err.message : String(err)}\n`);
