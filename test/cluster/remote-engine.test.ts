@@ -109,8 +109,7 @@ if (cannotRun) {
     t.equal(none.status, 503, 'decisions 503');
     t.equal(none.json.detail.error_type, 'service_unavailable');
     t.ok(Number(none.headers.get('retry-after')) > 0, 'with Retry-After');
-    engines[0] = await startEngineNode(SECRET, { port: engines[0].port });
-    engines[1] = await startEngineNode(SECRET, { port: engines[1]!.port });
+    [engines[0], engines[1]] = await Promise.all([startEngineNode(SECRET, { port: engines[0].port }), startEngineNode(SECRET, { port: engines[1]!.port })]);
     t.ok(await until(async () => (await decide(BODY.state)).status === 200), 'decisions again once engines are back');
   });
 }

@@ -130,7 +130,7 @@ if (cannotRun) {
     const capacity = models.json.data[0].max_context_tokens as number;
     t.ok(capacity >= 30_000, `max_context_tokens ${capacity}`);
 
-    const r = await decide({ state: sentence.repeat(260), questions: question });
+    const r = await decide({ state: sentence.repeat(230), questions: question });
     t.equal(r.status, 200, r.text.slice(0, 400));
     t.ok(r.json.usage.input_tokens > 4_096, `input tokens ${r.json.usage.input_tokens}: past the main lane`);
 
