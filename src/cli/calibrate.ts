@@ -82,9 +82,14 @@ export function samplesFromFile(file: string): Sample[] {
   return out;
 }
 
-/** Traces joined with retained decisions of this model and layout; unmatched traces are skipped. */
+/**
+ * Traces joined with retained decisions of this model and layout, in the order the decisions were
+ * made; unmatched traces are skipped. The order is the folds' (cross-validation deals samples by
+ * index): in the store's order, keyed by random request ids, the same traces gave different
+ * held-out figures from run to run, and so a different choice of whether to save a fit.
+ */
 export async function samplesFromStore(store: Store, modelSha256: string): Promise<{ samples: Sample[]; skipped: number }> {
-  const samples: Sample[] = [];
+  const found: { sample: Sample; at: string; id: string; question: string }[] = [];
   let skipped = 0;
   for await (const trace of store.traces.all()) {
     const record = await store.retention.get(trace.key_id, trace.request_id);
@@ -98,10 +103,12 @@ export async function samplesFromStore(store: Store, modelSha256: string): Promi
     }
     const keys = fromAnswer(answer)?.keys ?? [];
     const sample = { kind: read.kind, p: read.p, truth: outcomeIndex(read.kind as KindName, keys, trace.outcome) };
-    if (validSample(sample)) samples.push(sample);
+    if (validSample(sample)) found.push({ sample, at: record.created_at, id: trace.request_id, question: trace.question });
     else skipped++;
   }
-  return { samples, skipped };
+  const order = (x: (typeof found)[number], y: (typeof found)[number]) =>
+    x.at.localeCompare(y.at) || x.id.localeCompare(y.id) || x.question.localeCompare(y.question);
+  return { samples: found.sort(order).map((f) => f.sample), skipped };
 }
 
 function fmt(x: number): string {
