@@ -120,6 +120,7 @@ if (cannotRun) {
       const held = [victim.call('/v1/systemone', { body: slow, key }).catch(() => null), victim.call('/v1/systemone', { body: slow, key }).catch(() => null)];
       await new Promise((r) => setTimeout(r, 1500));
       await victim.kill9();
+      const killedAt = Date.now();
       await Promise.all(held);
       const listed = await checker.call('/v1/console/api-keys', { headers: checker.console('killed@example.com') });
       t.ok(
@@ -133,6 +134,9 @@ if (cannotRun) {
         freed = (await checker.call('/v1/systemone', { body: BODY, key })).status === 200;
       }
       t.ok(freed, "the dead node's slots lapse and the key is admitted again");
+      // With the default 30 s lease, renewed every 10 s, they could not lapse sooner than 20 s.
+      const lapsedS = (Date.now() - killedAt) / 1000;
+      t.ok(lapsedS < 15, `they lapse with the configured 8 s lease: admitted again ${lapsedS.toFixed(1)} s after the kill`);
     });
 
     t.test('a node with another ARBITRA_KEY_SECRET is refused at start, saying why', async (t) => {

@@ -31,3 +31,10 @@ t.test('--store-pool bounds the connections of each process', async (t) => {
   t.equal(storeOptions(loadConfig(['--store-pool', '12'], {})).poolSize, 12);
   t.throws(() => loadConfig([], { ARBITRA_STORE_POOL: '0' }), /ARBITRA_STORE_POOL must be an integer from 1 to 1000, got "0"/);
 });
+
+t.test('--slot-lease-seconds reaches the store; unset, the store keeps its default', async (t) => {
+  t.equal(storeOptions(loadConfig([], {})).slotLeaseSeconds, undefined);
+  t.equal(storeOptions(loadConfig(['--slot-lease-seconds', '8'], {})).slotLeaseSeconds, 8);
+  t.equal(storeOptions(loadConfig([], { ARBITRA_SLOT_LEASE_SECONDS: '45' })).slotLeaseSeconds, 45);
+  t.throws(() => loadConfig([], { ARBITRA_SLOT_LEASE_SECONDS: '2' }), /ARBITRA_SLOT_LEASE_SECONDS must be an integer from 3 to 86400, got "2"/);
+});
