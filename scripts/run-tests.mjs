@@ -20,9 +20,11 @@ if (args.includes('--list')) {
 }
 const fastOnly = args.includes('--fast');
 const tapArgs = args.filter((a) => a !== '--fast');
-const fast = [...files].filter(([, what]) => what.length === 0).map(([file]) => file);
-const modelFree = [...files].filter(([, what]) => what.length === 0 || onlyPostgres(what)).map(([file]) => file);
-const withModels = [...files].filter(([file]) => !modelFree.includes(file)).map(([file]) => file);
+const where = (test) => [...files].filter(([, what]) => test(what)).map(([file]) => file);
+const loadsNoModel = (what) => what.length === 0 || onlyPostgres(what);
+const fast = where((what) => what.length === 0);
+const modelFree = where(loadsNoModel);
+const withModels = where((what) => !loadsNoModel(what));
 
 /** Runs tap over `list`, passing its output through; resolves with its exit status and its summary counts. */
 function tap(list, jobs, env = {}) {

@@ -9,7 +9,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const dist = path.join(root, 'dist');
-let typescript;
+/** The compiler and the repository's options, loaded only when a file must be transpiled. */
+let compiler;
 
 /** NodeNext imports name the emitted `.js`; in the source tree that file is the `.ts` beside it. */
 export async function resolve(specifier, context, next) {
@@ -39,14 +40,15 @@ function emitted(file) {
   return readFileSync(js, 'utf8').replace(/\/\/# sourceMappingURL=\S+\s*$/, `//# sourceMappingURL=${map}\n`);
 }
 
-async function transpiled(file) {
-  typescript ??= (await import('typescript')).default;
+async function loadCompiler() {
+  const typescript = (await import('typescript')).default;
   const config = typescript.readConfigFile(path.join(root, 'tsconfig.json'), typescript.sys.readFile).config;
   const { options } = typescript.convertCompilerOptionsFromJson(config.compilerOptions, root);
-  const out = typescript.transpileModule(readFileSync(file, 'utf8'), {
-    fileName: file,
-    // package.json says "type": "module"; transpileModule cannot see that, so ESM is named.
-    compilerOptions: { ...options, module: typescript.ModuleKind.ESNext, sourceMap: false, inlineSourceMap: true, inlineSources: true },
-  });
-  return out.outputText;
+  // package.json says "type": "module"; transpileModule cannot see that, so ESM is named.
+  return { typescript, options: { ...options, module: typescript.ModuleKind.ESNext, sourceMap: false, inlineSourceMap: true, inlineSources: true } };
+}
+
+async function transpiled(file) {
+  compiler ??= await loadCompiler();
+  return compiler.typescript.transpileModule(readFileSync(file, 'utf8'), { fileName: file, compilerOptions: compiler.options }).outputText;
 }

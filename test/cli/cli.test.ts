@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { DEFAULT_MODEL_FILE } from '../helpers/models.js';
+import { DEFAULT_MODEL_FILE, SMALL_LANES } from '../helpers/models.js';
 import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
 import { packageRoot } from '../../src/paths.js';
 
@@ -187,9 +187,9 @@ for (const workers of ['0', '2']) {
     { skip: !fs.existsSync(modelFile) && 'the default model is not downloaded' },
     async (t) => {
       const dir = path.join(t.testdir(), 'data');
-      // Small KV lanes: the default ones take 8 s of the default model's load here (5.4 GiB), and
-      // what is tested is the command, not the lanes.
-      const lanes = ['--ctx-size', '2048', '--max-sequences', '8', '--long-ctx-size', '0'];
+      // Small KV lanes: the default ones take 8 s of the default model's load here, and what is
+      // tested is the command, not the lanes.
+      const lanes = ['--ctx-size', '2048', ...SMALL_LANES];
       const child = spawn(process.execPath, [main, 'serve', '--workers', workers, '--port', '0', '--data-dir', dir, ...lanes], {
         env: { ...process.env, ARBITRA_PORT: '', ARBITRA_WORKERS: '' },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,7 +11,6 @@ const MODEL = TEST_MODEL;
 // candidate probabilities renormalised over the candidates.
 const TOLERANCE = 1e-3;
 
-// One thread: on two shared cores a second llama.cpp thread mostly waits at barriers.
 const local = await createLocalEngine(MODEL, { threads: 2, contextSize: 1024, maxSequences: 16 });
 t.teardown(() => local.close());
 const engine = local.engine;

@@ -13,3 +13,10 @@ export const TEST_MODEL_ID = 'gemma-3-270m-q4_k_m';
 export const CHAT_MODEL = path.join(models, 'smollm2-135m-instruct-q4_1.gguf');
 /** The default model: what tests of answer quality use. */
 export const DEFAULT_MODEL_FILE = path.join(models, 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf');
+
+/**
+ * `serve` flags for small KV lanes (8 sequences, no long lane), for servers whose lanes are not what
+ * is tested: the default ones are 3.4 GiB on the test model (5.4 GiB on the default one), written
+ * once at every engine start.
+ */
+export const SMALL_LANES = ['--max-sequences', '8', '--long-ctx-size', '0'];

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { freePort, groupAlive, waitGroupGone } from '../../../bench/lib/serve.js';
 import { packageRoot } from '../../../src/paths.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { TEST_MODEL } from '../../helpers/models.js';
+import { SMALL_LANES, TEST_MODEL } from '../../helpers/models.js';
 import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
 
 // From the package root, not this file: bench/nodes.ts runs these helpers compiled, from dist/.
@@ -104,14 +104,12 @@ export interface StartOptions {
   /** More flags after the defaults (a later flag wins). */
   args?: string[];
   /**
-   * The engine's KV lanes: 'small' (8 sequences, no long lane) unless the lanes are what is tested.
-   * The default ones are 3.4 GiB on the test model, written once at load: 1.2 s more for every
-   * engine start, and several times that beside another server on this VM.
+   * The engine's KV lanes: 'small' (SMALL_LANES) unless the lanes are what is tested. The default
+   * ones cost 1.2 s more at every engine start, and several times that beside another server on
+   * this VM.
    */
   lanes?: 'small' | 'default';
 }
-
-const SMALL_LANES = ['--max-sequences', '8', '--long-ctx-size', '0'];
 
 function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
