@@ -1,15 +1,17 @@
 // Calibration from observed outcomes: fitting, choosing and applying a per-question-kind map from
-// the model's (debiased) probabilities to calibrated ones, and the metrics that judge it.
+// the model's (debiased) probabilities to calibrated ones, judged by proper scoring rules (scoring-rules.ts).
 //
 // Methods. Temperature scaling divides every log-probability by T and renormalises: one
 // parameter, it keeps the ranking (the chosen answer never changes) and fits every kind. Platt
 // scaling, for yes/no only, maps the log-odds of yes through a·x + b: it can also undo a bias
-// towards one answer. Each is fitted by maximum likelihood; the fitter keeps the one whose
-// cross-validated ECE and Brier are best, and none at all when neither beats leaving the
-// probabilities alone.
+// towards one answer. Each is fitted and judged by the kind's proper scoring rule (the ranked
+// probability score for scores, log loss otherwise), held out: the fitter keeps the method that
+// scores best on samples it was not fitted on, and none at all when none beats leaving the
+// probabilities alone without making their Brier score worse.
 import type { ConfidenceBand } from './schema/answers.js';
 import type { KindName } from './kinds/index.js';
-import { argmax, tempered } from './readout.js';
+import { tempered } from './readout.js';
+import { logLoss, metrics, rps, type Forecast, type Metrics } from './scoring-rules.js';
 
 /** One labelled decision: the probabilities the model gave (per option) and the true option. */
 export interface Sample {
@@ -19,15 +21,6 @@ export interface Sample {
 }
 
 export type KindFit = { method: 'temperature'; temperature: number } | { method: 'platt'; a: number; b: number };
-
-export interface Metrics {
-  n: number;
-  /** Expected calibration error of the top answer's probability, 10 equal-width bins. */
-  ece: number;
-  /** Mean Σᵢ (pᵢ − yᵢ)² over the options (for yes/no: 2 × the binary Brier score). */
-  brier: number;
-  accuracy: number;
-}
 
 export interface KindReport {
   kind: KindName;
@@ -49,6 +42,12 @@ export interface CalibrationRecord {
   fits: Partial<Record<KindName, KindFit>>;
   reports: KindReport[];
 }
+
+/**
+ * Which calibration answers are served with: none, the newest `arbitra calibrate` fitted for the
+ * served model, or the one shipped with the package for it (src/decision/calibration-presets.ts).
+ */
+export type CalibrationMode = 'off' | 'fitted' | 'preset';
 
 /** Confidence bands on the calibrated probability of the answer given. */
 export const BANDS = { high: 0.85, leaning: 0.65 } as const;
@@ -86,42 +85,37 @@ export function calibrationFrom(record: CalibrationRecord): Calibration {
   };
 }
 
-export function metrics(samples: { p: number[]; truth: number }[]): Metrics {
-  const n = samples.length;
-  if (n === 0) return { n: 0, ece: 0, brier: 0, accuracy: 0 };
-  const bins = Array.from({ length: 10 }, () => ({ n: 0, conf: 0, correct: 0 }));
-  let brier = 0;
-  let correct = 0;
-  for (const s of samples) {
-    const top = argmax(s.p);
-    const conf = s.p[top]!;
-    const bin = bins[Math.min(9, Math.floor(conf * 10))]!;
-    bin.n++;
-    bin.conf += conf;
-    if (top === s.truth) {
-      bin.correct++;
-      correct++;
-    }
-    brier += s.p.reduce((acc, x, i) => acc + (x - (i === s.truth ? 1 : 0)) ** 2, 0);
-  }
-  const ece = bins.reduce((acc, b) => acc + (b.n === 0 ? 0 : (b.n / n) * Math.abs(b.conf / b.n - b.correct / b.n)), 0);
-  return { n, ece, brier: brier / n, accuracy: correct / n };
+/** A proper scoring rule: per forecast, and its mean as `metrics` reports it. */
+export interface Rule {
+  name: string;
+  score: (f: Forecast) => number;
+  of: (m: Metrics) => number;
 }
 
-function nll(samples: Sample[], map: (p: number[]) => number[]): number {
-  return samples.reduce((acc, s) => acc - Math.log(Math.max(map(s.p)[s.truth]!, EPS)), 0);
+const RPS: Rule = { name: 'RPS', score: rps, of: (m) => m.rps };
+const LOG_LOSS: Rule = { name: 'log loss', score: logLoss, of: (m) => m.logLoss };
+
+/** The rule a kind is judged by: scores are ordered, so a miss by two levels costs more than by one. */
+export function ruleFor(kind: KindName): Rule {
+  return kind === 'score' ? RPS : LOG_LOSS;
 }
 
-/** Temperature by golden-section search on log T over [1/20, 20]: the NLL is unimodal in it. */
+/** The mean of the samples' rule, read through a map. */
+function loss(samples: Sample[], map: (p: number[]) => number[]): number {
+  const rule = ruleFor(samples[0]?.kind ?? 'noul');
+  return samples.reduce((acc, s) => acc + rule.score({ p: map(s.p), truth: s.truth }), 0) / Math.max(1, samples.length);
+}
+
+/** Temperature by golden-section search on log T over [1/20, 20], minimising the kind's rule (unimodal in it). */
 export function fitTemperature(samples: Sample[]): KindFit {
-  const loss = (logT: number) => nll(samples, (p) => applyFit({ method: 'temperature', temperature: Math.exp(logT) }, p));
+  const at = (logT: number) => loss(samples, (p) => tempered(p, Math.exp(logT)));
   let lo = Math.log(0.05);
   let hi = Math.log(20);
   const g = (Math.sqrt(5) - 1) / 2;
   let c = hi - g * (hi - lo);
   let d = lo + g * (hi - lo);
   for (let i = 0; i < 80; i++) {
-    if (loss(c) < loss(d)) hi = d;
+    if (at(c) < at(d)) hi = d;
     else lo = c;
     c = hi - g * (hi - lo);
     d = lo + g * (hi - lo);
@@ -171,34 +165,42 @@ function folds<T>(items: T[], k: number): { fit: T[]; held: T[] }[] {
   }));
 }
 
-/** Held-out figures of a fitter: each sample is judged by a map fitted without it (k-fold). */
-export function crossValidated(samples: Sample[], fitter: (s: Sample[]) => KindFit, k = 5): Metrics {
-  const judged: { p: number[]; truth: number }[] = [];
+/** Each sample read through a map fitted without it (k-fold): what a fitter does to unseen data. */
+export function heldOut(samples: Sample[], fitter: (s: Sample[]) => KindFit, k = 5): Forecast[] {
+  const judged: Forecast[] = [];
   for (const { fit, held } of folds(samples, k)) {
     const map = fitter(fit);
     for (const s of held) judged.push({ p: applyFit(map, s.p), truth: s.truth });
   }
-  return metrics(judged);
+  return judged;
 }
+
+/** Held-out figures of a fitter. */
+export function crossValidated(samples: Sample[], fitter: (s: Sample[]) => KindFit, k = 5): Metrics {
+  return metrics(heldOut(samples, fitter, k));
+}
+
+/** The fitter of each method, as fitKind tries them. */
+export const FITTERS: Record<KindFit['method'], (s: Sample[]) => KindFit> = { temperature: fitTemperature, platt: fitPlatt };
 
 export const MIN_SAMPLES = 20;
 
 /**
- * Fits one kind: every candidate method is judged by cross-validation; the best by ECE is kept if
- * it improves ECE or Brier and makes neither worse than no calibration, then refitted on all samples.
+ * Fits one kind: every candidate method is judged by cross-validation under the kind's rule; the
+ * best is kept if it beats no calibration held out without a worse Brier score, then refitted on
+ * all samples.
  */
 export function fitKind(kind: KindName, samples: Sample[]): KindReport {
   const before = metrics(samples);
   if (samples.length < MIN_SAMPLES) {
     return { kind, before, after: null, fit: null, refused: `${samples.length} labelled samples; at least ${MIN_SAMPLES} are needed` };
   }
-  const fitters = kind === 'noul' ? [fitTemperature, fitPlatt] : [fitTemperature];
-  const judged = fitters.map((fitter) => ({ fitter, after: crossValidated(samples, fitter) })).sort((x, y) => x.after.ece - y.after.ece);
+  const rule = ruleFor(kind);
+  const fitters = kind === 'noul' ? [FITTERS.temperature, FITTERS.platt] : [FITTERS.temperature];
+  const judged = fitters.map((fitter) => ({ fitter, after: crossValidated(samples, fitter) })).sort((x, y) => rule.of(x.after) - rule.of(y.after));
   const best = judged[0]!;
-  const worse = best.after.ece > before.ece || best.after.brier > before.brier;
-  const better = best.after.ece < before.ece - 1e-9 || best.after.brier < before.brier - 1e-9;
-  if (worse || !better) {
-    return { kind, before, after: best.after, fit: null, refused: 'no method improved held-out ECE or Brier without making the other worse' };
+  if (!(rule.of(best.after) < rule.of(before) - 1e-9) || best.after.brier > before.brier) {
+    return { kind, before, after: best.after, fit: null, refused: `no method improved held-out ${rule.name} without a worse Brier score` };
   }
   return { kind, before, after: best.after, fit: best.fitter(samples), refused: null };
 }

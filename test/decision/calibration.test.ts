@@ -1,16 +1,7 @@
 // Calibration fitting and metrics as pure functions, on synthetic outcomes with known answers.
 import t from 'tap';
-import {
-  applyFit,
-  calibrationFrom,
-  confidenceBand,
-  crossValidated,
-  fitKind,
-  fitPlatt,
-  fitTemperature,
-  metrics,
-  type Sample,
-} from '../../src/decision/calibration.js';
+import { applyFit, calibrationFrom, confidenceBand, crossValidated, fitKind, fitPlatt, fitTemperature, type Sample } from '../../src/decision/calibration.js';
+import { metrics } from '../../src/decision/scoring-rules.js';
 
 /** A deterministic pseudo-random stream, so every run sees the same samples. */
 function rng(seed: number): () => number {
@@ -40,20 +31,6 @@ function overconfident(n: number, options: number, sharpen: number, seed = 1): S
     return { kind: options === 2 ? 'noul' : 'choice', p: sharp.map((x) => x / s2), truth } as Sample;
   });
 }
-
-t.test('metrics: ECE, Brier and accuracy of hand-checked samples', async (t) => {
-  const m = metrics([
-    { p: [0.9, 0.1], truth: 0 },
-    { p: [0.9, 0.1], truth: 1 },
-    { p: [0.3, 0.7], truth: 1 },
-  ]);
-  t.equal(m.n, 3);
-  t.ok(Math.abs(m.accuracy - 2 / 3) < 1e-12);
-  // bin 0.9: conf .9, hit .5 (2 samples); bin 0.7: conf .7, hit 1 (1 sample)
-  t.ok(Math.abs(m.ece - ((2 / 3) * 0.4 + (1 / 3) * 0.3)) < 1e-12, String(m.ece));
-  t.ok(Math.abs(m.brier - (0.02 + 1.62 + 0.18) / 3) < 1e-12, String(m.brier));
-  t.same(metrics([]), { n: 0, ece: 0, brier: 0, accuracy: 0 });
-});
 
 t.test('temperature scaling recovers the temperature that undoes overconfidence', async (t) => {
   const samples = overconfident(4000, 4, 2.5);
@@ -99,6 +76,16 @@ t.test('fitKind refuses with too few samples and when nothing improves', async (
   const none = fitKind('choice', perfect);
   t.equal(none.fit, null);
   t.match(none.refused, /improved/);
+});
+
+t.test('scores are fitted and judged by RPS: a sharpened score distribution is flattened back', async (t) => {
+  const samples = overconfident(600, 5, 4, 7).map((s): Sample => ({ ...s, kind: 'score' }));
+  const report = fitKind('score', samples);
+  t.ok(report.fit?.method === 'temperature' && report.fit.temperature > 2, JSON.stringify(report.fit));
+  t.ok(report.after!.rps < report.before.rps, `held-out RPS ${report.before.rps} → ${report.after!.rps}`);
+  t.ok(report.after!.ece < report.before.ece, `held-out ECE ${report.before.ece} → ${report.after!.ece}`);
+  const perfect: Sample[] = Array.from({ length: 60 }, (_, i) => ({ kind: 'score', p: [0, 0, 0, 0, 0].map((_, j) => (j === i % 5 ? 1 : 0)), truth: i % 5 }));
+  t.match(fitKind('score', perfect).refused, /held-out RPS/, 'the refusal names the rule');
 });
 
 t.test('cross-validation never lets a sample judge a map fitted on itself', async (t) => {
