@@ -11,6 +11,7 @@ import { systemoneRoutes } from './api/routes/systemone.js';
 import { tracesRoutes } from './api/routes/traces.js';
 import { waitlistRoutes } from './api/routes/waitlist.js';
 import type { Config } from './config.js';
+import type { CalibrationMode } from './decision/calibration.js';
 import { consolePageRoutes } from './console/page.js';
 import { consoleRoutes } from './console/routes.js';
 import { consoleSessionRoutes } from './console/session-routes.js';
@@ -36,8 +37,8 @@ export interface AppDeps {
   consoleToken: string | undefined;
   /** Prompt tokens a state may take without the long-context header. */
   contextTokens: number | null;
-  /** Apply fitted calibrations (ARBITRA_CALIBRATION). */
-  calibration: boolean;
+  /** Which calibration answers are served with (--calibration). */
+  calibration: CalibrationMode;
   workers: number;
   httpImplementation: () => HttpImplementation;
   metricsText: () => Promise<MetricsText>;

@@ -7,6 +7,7 @@ import { formatEngineAddress } from './engine/rpc/address.js';
 import type { EngineOptions } from './engine/types.js';
 import type { HttpImplementation } from './api/route.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
+import type { CalibrationMode } from './decision/calibration.js';
 import { limitsPreset, loadLimitsConfig, readBool, LIMITS_DEFAULTS, LIMITS_PRESETS, type LimitsConfig } from './limits/config.js';
 import { DEFAULT_MODEL, findEntry, type CatalogueEntry } from './models/catalogue.js';
 import { pulledByRef } from './models/pull.js';
@@ -63,8 +64,8 @@ export interface Config {
   http: HttpImplementation | undefined;
   engine: Partial<EngineOptions>;
   limits: LimitsConfig;
-  /** ARBITRA_CALIBRATION: apply the newest fitted calibration of the served model (default off). */
-  calibration: boolean;
+  /** --calibration / ARBITRA_CALIBRATION: which calibration answers are served with (default off). */
+  calibration: CalibrationMode;
   /** ARBITRA_SELF_TEST: ask the model a few obvious questions once it is loaded (default on). */
   selfTest: boolean;
   /** Active API keys a user may hold (--max-keys-per-user / ARBITRA_MAX_KEYS_PER_USER). */
@@ -163,6 +164,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
     help: 'one engine (one model copy) per listed GPU, e.g. 0,1; requests go to the least busy, a state asked again to the one that cached it (default: one engine on every GPU the build sees)',
   },
   { flag: '--max-sequences', env: 'ARBITRA_MAX_SEQUENCES', help: 'engine parallel sequences' },
+  {
+    flag: '--calibration',
+    env: 'ARBITRA_CALIBRATION',
+    help: '"off": probabilities as the model gives them; "fitted" (or "on"): the newest calibration `arbitra calibrate` fitted for the served model; "preset": the calibration shipped for the served model (the default model has one) (default off)',
+  },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
   {
     flag: '--liveness-seconds',
@@ -189,7 +195,6 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'HF_ENDPOINT', help: 'a Hugging Face mirror to pull from (default https://huggingface.co)' },
   { env: 'ARBITRA_MODEL_ALIASES', help: 'extra model aliases, e.g. "fast=default,eu-small=default"' },
   { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
-  { env: 'ARBITRA_CALIBRATION', help: 'on: apply the newest calibration fitted by `arbitra calibrate` (default off)' },
   { env: 'ARBITRA_SELF_TEST', help: 'off: skip the obvious-questions check after the model loads (default on)' },
   {
     env: 'ARBITRA_ENGINE_SECRET',
@@ -311,12 +316,11 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (Boolean(tlsCert) !== Boolean(tlsKey)) throw new ConfigError('--tls-cert and --tls-key go together');
 
   let limits: LimitsConfig;
-  let calibration: boolean;
+  const calibration = calibrationMode(raw('--calibration'));
   let selfTest: boolean;
   try {
     const preset = raw('--limits');
     limits = loadLimitsConfig(env, preset && limitsPreset(preset.value, preset.source));
-    calibration = readBool(env, 'ARBITRA_CALIBRATION', false);
     selfTest = readBool(env, 'ARBITRA_SELF_TEST', true);
   } catch (err) {
     throw new ConfigError((err as Error).message);
@@ -422,6 +426,20 @@ export function storeOptions(config: Config): StoreOptions {
 const MAX_GPUS = 64;
 
 /** "0,1,3" → [0, 1, 3]: distinct device indexes, each an engine. */
+const CALIBRATION_MODES = new Map<string, CalibrationMode>([
+  ...['off', 'no', 'false', '0'].map((v) => [v, 'off'] as const),
+  // ARBITRA_CALIBRATION=on predates the preset and meant the newest fitted calibration.
+  ...['fitted', 'on', 'yes', 'true', '1'].map((v) => [v, 'fitted'] as const),
+  ['preset', 'preset'],
+]);
+
+function calibrationMode(r: { value: string; source: string } | undefined): CalibrationMode {
+  if (!r) return 'off';
+  const mode = CALIBRATION_MODES.get(r.value.trim().toLowerCase());
+  if (!mode) throw new ConfigError(`${r.source} must be "off", "fitted" (or "on") or "preset", got ${JSON.stringify(r.value)}`);
+  return mode;
+}
+
 function gpuList(r: { value: string; source: string } | undefined): number[] | null {
   if (!r) return null;
   const items = r.value.split(',').map((v) => v.trim());

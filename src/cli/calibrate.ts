@@ -1,6 +1,7 @@
 // `arbitra calibrate`: fits a per-question-type calibration of one model from labelled outcomes,
-// prints held-out ECE and Brier before and after, and stores it as a new version bound to the
-// model's checksum and the prompt layout, unless no question type improved.
+// prints held-out figures before and after (each type's proper scoring rule, ECE, Brier), and
+// stores it as a new version bound to the model's checksum and the prompt layout (or, with --out,
+// writes it as a preset to ship), unless no question type improved.
 //
 // Outcomes come from the data dir (traces posted to /v1/traces joined with the requests retained
 // with options.retain) or from a JSONL file, one decision per line:
@@ -9,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseFlags } from '../config.js';
-import { fitKind, type CalibrationRecord, type KindReport, type Sample } from '../decision/calibration.js';
+import { fitKind, ruleFor, type CalibrationRecord, type KindReport, type Sample } from '../decision/calibration.js';
 import type { KindName } from '../decision/kinds/index.js';
 import { LAYOUT_VERSION } from '../decision/prompt.js';
 import { modelChecksum } from '../models/checksum.js';
@@ -116,14 +117,25 @@ function fmt(x: number): string {
 }
 
 export function reportTable(reports: KindReport[]): string {
-  const rows = [['TYPE', 'N', 'ECE BEFORE', 'ECE AFTER', 'BRIER BEFORE', 'BRIER AFTER', 'FIT']];
+  const rows = [['TYPE', 'N', 'RULE', 'BEFORE', 'AFTER', 'ECE BEFORE', 'ECE AFTER', 'BRIER BEFORE', 'BRIER AFTER', 'FIT']];
   for (const r of reports) {
     const fit = r.fit
       ? r.fit.method === 'temperature'
         ? `temperature T=${r.fit.temperature.toFixed(3)}`
         : `platt a=${r.fit.a.toFixed(3)} b=${r.fit.b.toFixed(3)}`
       : `none: ${r.refused}`;
-    rows.push([r.kind, String(r.before.n), fmt(r.before.ece), r.after ? fmt(r.after.ece) : '-', fmt(r.before.brier), r.after ? fmt(r.after.brier) : '-', fit]);
+    rows.push([
+      r.kind,
+      String(r.before.n),
+      ruleFor(r.kind).name,
+      fmt(ruleFor(r.kind).of(r.before)),
+      r.after ? fmt(ruleFor(r.kind).of(r.after)) : '-',
+      fmt(r.before.ece),
+      r.after ? fmt(r.after.ece) : '-',
+      fmt(r.before.brier),
+      r.after ? fmt(r.after.brier) : '-',
+      fit,
+    ]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   return (
@@ -139,21 +151,31 @@ export function reportTable(reports: KindReport[]): string {
 }
 
 export interface CalibrateArgs {
-  store: Store;
+  /** Where traced outcomes come from without a file, and where a fit is saved without a preset file. */
+  store: Store | null;
   modelPath: string;
   file: string | null;
+  /** Write the fit to this file as a preset to ship (calibrations/), not as a new version in the store. */
+  presetFile: string | null;
   out: (text: string) => void;
 }
 
-/** Fits, prints and (when any kind improved) stores; returns the stored record or null. */
-export async function calibrate({ store, modelPath, file, out }: CalibrateArgs): Promise<CalibrationRecord | null> {
+/** A preset's version: the layout and model it is bound to, marked as shipped rather than fitted here. */
+export function presetVersion(record: { model_sha256: string; layout: string }): string {
+  return `${record.layout}.${record.model_sha256.slice(0, 8)}.preset`;
+}
+
+/** Fits, prints and (when any kind improved) saves; returns the saved record or null. */
+export async function calibrate({ store, modelPath, file, presetFile, out }: CalibrateArgs): Promise<CalibrationRecord | null> {
   const sha = await modelChecksum(modelPath);
   let samples: Sample[];
   let source: string;
   if (file) {
     samples = samplesFromFile(file);
-    source = `file ${path.resolve(file)}`;
+    // A shipped preset names its source as given (bench/out/...), not this machine's path to it.
+    source = `file ${presetFile ? file : path.resolve(file)}`;
   } else {
+    if (!store) throw new CalibrateError('traced outcomes need the store; pass --file for a labelled file');
     const found = await samplesFromStore(store, sha);
     samples = found.samples;
     source = `traces joined with retained requests in ${store.location}`;
@@ -172,19 +194,20 @@ export async function calibrate({ store, modelPath, file, out }: CalibrateArgs):
   out(reportTable(reports));
   const fits = Object.fromEntries(reports.filter((r) => r.fit).map((r) => [r.kind, r.fit!]));
   if (Object.keys(fits).length === 0) return null;
-  const record = await store.calibrations.add<CalibrationRecord>({
-    model_sha256: sha,
-    layout: LAYOUT_VERSION,
-    created_at: new Date().toISOString(),
-    source,
-    fits,
-    reports,
-  });
-  out(`saved calibration ${record.version} (${Object.keys(fits).join(', ')}); served when ARBITRA_CALIBRATION=on\n`);
+  const fitted = { model_sha256: sha, layout: LAYOUT_VERSION, created_at: new Date().toISOString(), source, fits, reports };
+  if (presetFile) {
+    const record: CalibrationRecord = { ...fitted, version: presetVersion(fitted) };
+    fs.writeFileSync(presetFile, JSON.stringify(record, null, 1) + '\n');
+    out(`wrote preset ${record.version} (${Object.keys(fits).join(', ')}) to ${presetFile}; served with --calibration preset from calibrations/\n`);
+    return record;
+  }
+  if (!store) throw new CalibrateError('no store to save the calibration in');
+  const record = await store.calibrations.add<CalibrationRecord>(fitted);
+  out(`saved calibration ${record.version} (${Object.keys(fits).join(', ')}); served with --calibration fitted\n`);
   return record;
 }
 
-export const CALIBRATE_FLAGS = ['--model', '--file', '--data-dir', '--store'] as const;
+export const CALIBRATE_FLAGS = ['--model', '--file', '--out', '--data-dir', '--store'] as const;
 
 export function calibrateFlags(argv: string[]): Record<string, string> {
   return parseFlags(argv, CALIBRATE_FLAGS);

@@ -34,9 +34,10 @@ Usage:
   arbitra keys list --email E                   list user E's keys (never the secrets)
   arbitra keys revoke ID                        revoke a key at once, on every worker
   arbitra calibrate [--model M] [--file F]      fit a calibration of model M (default: the default
-                                                model) from traces joined with retained requests, or
+           [--out PRESET]                       model) from traces joined with retained requests, or
                                                 from a JSONL file of answers and truths; prints
-                                                held-out ECE and Brier, saves only an improvement
+                                                held-out log loss or RPS, ECE and Brier, saves only
+                                                an improvement (--out: to a preset file to ship)
   arbitra models list [--fits]                  the catalogue, the pulled models with their source
                                                 and digest, and recommended models by GPU memory
                                                 (--fits: read this machine's GPUs, mark what fits)
@@ -170,10 +171,13 @@ async function calibrateCommand(argv: string[]): Promise<void> {
   const { model } = modelFor(flags['--model'] ?? (process.env.ARBITRA_MODEL || undefined));
   if (!fs.existsSync(model)) throw new CalibrateError(`model file ${model} does not exist (arbitra models pull fetches it)`);
   if (flags['--file'] !== undefined && !fs.existsSync(flags['--file'])) throw new CalibrateError(`no such file: ${flags['--file']}`);
-  const saved = await withStore(flags, (store) =>
-    calibrate({ store, modelPath: model, file: flags['--file'] ?? null, out: (text) => process.stdout.write(text) }),
-  );
-  if (!saved) throw new CalibrateError('not saved: no question type improved on held-out ECE or Brier');
+  const args = { modelPath: model, file: flags['--file'] ?? null, presetFile: flags['--out'] ?? null, out: (text: string) => process.stdout.write(text) };
+  // A preset fitted from a labelled file never touches the data dir.
+  const saved =
+    args.file !== null && args.presetFile !== null
+      ? await calibrate({ ...args, store: null })
+      : await withStore(flags, (store) => calibrate({ ...args, store }));
+  if (!saved) throw new CalibrateError('not saved: no question type improved on its held-out proper scoring rule');
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -40,7 +40,7 @@ t.test('--help documents commands, flags and variables', async (t) => {
     'calibrate',
     'models list',
     'models pull',
-    'ARBITRA_CALIBRATION',
+    '--calibration/ARBITRA_CALIBRATION',
     'ARBITRA_SELF_TEST',
     'keys create',
     'keys list',
@@ -86,7 +86,7 @@ t.test('usage and configuration errors are one line and exit 2', async (t) => {
     [['models', 'rm'], {}, /models rm needs the name of a model/],
     [['models', 'remove'], {}, /unknown models command "remove"; use list, pull or rm/],
     [['calibrate', '--model'], {}, /--model needs a value/],
-    [['serve'], { ARBITRA_CALIBRATION: 'sometimes' }, /ARBITRA_CALIBRATION must be on or off/],
+    [['serve'], { ARBITRA_CALIBRATION: 'sometimes' }, /ARBITRA_CALIBRATION must be "off", "fitted" \(or "on"\) or "preset", got "sometimes"/],
   ];
   // All at once: each is a process that starts and exits, and 20 of them one by one took 5 s.
   const replies = await Promise.all(cases.map(([args, env]) => run(args, env)));

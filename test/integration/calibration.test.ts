@@ -1,12 +1,15 @@
 // Calibration from outcomes, end to end against `arbitra serve` with ARBITRA_CALIBRATION=on:
 // decisions retained, their outcomes posted as traces, `arbitra calibrate` fitting and storing a
 // version from them, and the running server answering with it: calibrated probabilities, bands and
-// meta, while raw probabilities stay raw. Then a JSONL file as the source, and a refusal.
+// meta, while raw probabilities stay raw. Then a JSONL file as the source, a refusal, a preset
+// written with --out, and a server in preset mode whose model has no preset.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { ChoiceAnswer } from '../../src/api/schemas/systemone.js';
+import { LAYOUT_VERSION } from '../../src/decision/prompt.js';
+import { modelChecksum } from '../../src/models/checksum.js';
 import { CLI, MODEL_FILE, cannotRun, startServer } from './helpers/server.js';
 
 const LABELS = ['billing', 'technical', 'shipping'];
@@ -71,9 +74,8 @@ if (cannotRun) {
     t.match(fitted.stdout, /^choice\s+60\s/m, 'the table reports the choice questions');
     const version = /saved calibration (\S+) \(choice\)/.exec(fitted.stdout)?.[1];
     t.ok(version, fitted.stdout);
-    const before = Number(/^choice\s+60\s+(\S+)\s+(\S+)/m.exec(fitted.stdout)![1]);
-    const after = Number(/^choice\s+60\s+(\S+)\s+(\S+)/m.exec(fitted.stdout)![2]);
-    t.ok(after < before, `held-out ECE ${before} → ${after}`);
+    const [, before, after] = /^choice\s+60\s+log loss\s+(\S+)\s+(\S+)/m.exec(fitted.stdout)!.map(Number);
+    t.ok(after! < before!, `held-out log loss ${before} → ${after}: choice is judged by a proper scoring rule`);
 
     const r = await ask(100, false);
     t.equal(r.status, 200);
@@ -104,9 +106,34 @@ if (cannotRun) {
     fs.writeFileSync(file, lines.join('\n') + '\n');
     const r = await calibrateCli([...server.storeArgs, '--file', file], server.storeEnv);
     t.equal(r.code, 1);
-    t.match(r.stderr, /not saved: no question type improved/);
+    t.match(r.stderr, /not saved: no question type improved on its held-out proper scoring rule/);
     const bad = await calibrateCli([...server.storeArgs, '--file', path.join(dir, 'missing.jsonl')], server.storeEnv);
     t.equal(bad.code, 1);
     t.match(bad.stderr, /no such file/);
+  });
+
+  t.test('--out writes a preset bound to the model file and the layout, and the store is not touched', async (t) => {
+    const file = path.join(dir, 'outcomes.jsonl');
+    const preset = path.join(dir, 'preset.json');
+    const empty = path.join(dir, 'no-store');
+    const r = await calibrateCli(['--data-dir', empty, '--file', file, '--out', preset]);
+    t.equal(r.code, 0, r.stderr);
+    t.match(r.stdout, /wrote preset (\S+)\.preset \(noul\)/);
+    const record = JSON.parse(fs.readFileSync(preset, 'utf8')) as { version: string; model_sha256: string; layout: string; fits: object };
+    t.equal(record.model_sha256, await modelChecksum(MODEL_FILE));
+    t.equal(record.layout, LAYOUT_VERSION);
+    t.equal(record.version, `${LAYOUT_VERSION}.${record.model_sha256.slice(0, 8)}.preset`);
+    t.match(record.fits, { noul: { method: String } });
+    t.notOk(fs.existsSync(empty), 'no data dir was created');
+  });
+
+  t.test('--calibration preset with a model that has no preset: answered uncalibrated, meta says none', async (t) => {
+    const presetServer = await startServer(t.testdir(), { workers: 0, args: ['--calibration', 'preset'] });
+    t.teardown(() => presetServer.stop());
+    const key = await presetServer.createKey('preset@example.com');
+    const r = await presetServer.call('/v1/systemone', { key: key.secret, body: { state: 'My parcel never arrived.', questions: { team: question } } });
+    t.equal(r.status, 200, r.text);
+    t.match(r.json.meta, { calibration: 'none', calibration_version: null });
+    t.equal(r.json.answers.team.confidence_band, null);
   });
 }

@@ -17,7 +17,8 @@ import type { FormPart } from '../multipart.js';
 import type { HttpRequest, HttpResponse, Route } from '../route.js';
 import type { RequestGate } from '../../limits/types.js';
 import type { ApiKeyRecord, CalibrationStore, IdempotencyStore, KeyStore, RetentionStore } from '../../store/types.js';
-import { calibrationFrom, type Calibration, type CalibrationRecord } from '../../decision/calibration.js';
+import { calibrationFrom, type Calibration, type CalibrationMode, type CalibrationRecord } from '../../decision/calibration.js';
+import { presetCalibration } from '../../decision/calibration-presets.js';
 import { LAYOUT_VERSION } from '../../decision/prompt.js';
 
 export interface SystemOneDeps {
@@ -27,8 +28,8 @@ export interface SystemOneDeps {
   models: ModelCatalog;
   /** Prompt tokens a request may use without the long-context header; null = all the engine holds. */
   contextTokens: number | null;
-  /** Apply the newest calibration fitted for the served model and layout (ARBITRA_CALIBRATION). */
-  calibration: boolean;
+  /** Which calibration of the served model and layout answers are served with (--calibration). */
+  calibration: CalibrationMode;
   /** Retention, the per-request caps and the deadline. */
   limits: Pick<LimitsConfig, 'retentionDays' | 'maxQuestions' | 'maxBranches' | 'requestDeadlineSeconds' | 'maxRequestTokens' | 'admission'>;
   /** Honour Idempotency-Key (default true). */
@@ -146,10 +147,13 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
   const idempotencyOn = deps.idempotencyEnabled ?? true;
   let applied: Calibration | null = null;
 
-  /** The newest fit, read per request so `arbitra calibrate` takes effect without a restart. */
+  /** The shipped preset, or the newest fit read per request so `arbitra calibrate` takes effect without a restart. */
   async function calibrationFor(modelSha256: string): Promise<Calibration | null | undefined> {
-    if (!deps.calibration) return undefined;
-    const record = await deps.store.calibrations.latest<CalibrationRecord>(modelSha256, LAYOUT_VERSION);
+    if (deps.calibration === 'off') return undefined;
+    const record =
+      deps.calibration === 'preset'
+        ? presetCalibration(modelSha256, LAYOUT_VERSION)
+        : await deps.store.calibrations.latest<CalibrationRecord>(modelSha256, LAYOUT_VERSION);
     if (!record) return null;
     if (applied?.version !== record.version) applied = calibrationFrom(record);
     return applied;

@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { JsonObject, MemberName } from './entry.js';
 
 export const ConfidenceBand = Type.Union([Type.Literal('high'), Type.Literal('leaning'), Type.Literal('low'), Type.Null()], {
-  description: 'Calibration band of the answer; null unless the server applies a fitted calibration (ARBITRA_CALIBRATION=on).',
+  description: 'Calibration band of the answer; null unless the server applies a calibration (--calibration fitted or preset).',
 });
 export type ConfidenceBand = Static<typeof ConfidenceBand>;
 
