@@ -1,14 +1,18 @@
 // `npm run bench:quality`: how right the probabilities are. Every case of bench/quality/cases.jsonl
 // (a labelled set written for this project) is decided by the real engine and decision layer, per
-// model and per debias method, and scored against its truth: accuracy, Brier score, expected
-// calibration error (10 bins) before and after a cross-validated calibration fit, order flips when
-// choice options are listed in reverse, the label mass, and milliseconds per decision.
+// model and per debias method, and scored against its truth by proper scoring rules (log loss,
+// Brier, and the ranked probability score for scores) and by calibration (expected calibration
+// error in 10 bins, overconfidence), as served and through a calibration fitted on the other four
+// fifths (what `arbitra calibrate` fits; the shipped preset); with the served score's mean absolute
+// error, accuracy as a client reads it, order flips when choice options are listed in reverse, the
+// label mass, and milliseconds per decision.
 // Writes bench/out/quality.json, bench/out/quality-samples.jsonl (input for `arbitra calibrate
-// --file`) and the quality section of bench/RESULTS.md.
+// --file`), the reliability diagram bench/out/quality-reliability.svg and the quality section of
+// bench/RESULTS.md.
 //
 // BENCH_MODELS   catalogue names, pulled models' names or hf: references, or GGUF paths, comma-separated (default: the default model)
 // BENCH_METHODS  plain, permute2, permute4, prior (default: all four)
-// BENCH_LAYOUT   served (default), no-system, unsharpened, digits, ordinal: a layout to measure against the served one
+// BENCH_LAYOUT   served (default), no-system, l3-sharpened, digits, ordinal: a layout to measure against the served one
 // BENCH_LIMIT    decide only the first N cases (quick checks)
 // BENCH_TYPES    only these question types, e.g. score or noul,choice (quick checks)
 import fs from 'node:fs';
@@ -16,7 +20,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Answer } from '../src/api/schemas/systemone.js';
 import { validateSystemOneRequest } from '../src/api/schemas/systemone-validate.js';
-import { fitKind, metrics, type Sample } from '../src/decision/calibration.js';
+import { FITTERS, fitKind, heldOut, type KindReport, type Sample } from '../src/decision/calibration.js';
+import { metrics, reliability, type Forecast, type Metrics } from '../src/decision/scoring-rules.js';
 import { decide } from '../src/decision/decide.js';
 import type { KindName } from '../src/decision/kinds/index.js';
 import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/prompt.js';
@@ -28,8 +33,10 @@ import { modelFor } from '../src/config.js';
 import { CATALOGUE, DEFAULT_MODEL } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
 import { loadCases, reversedChoices, truthIndex, type LabelledCase } from './lib/cases.js';
+import { reliabilitySvg, type Panel } from './lib/reliability-svg.js';
 import { replaceSection } from './lib/results.js';
-import { mean, median } from './lib/stats.js';
+import { eceFloor } from './lib/ece-floor.js';
+import { fixed, mean, median, pct, signed } from './lib/stats.js';
 
 const root = packageRoot();
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
@@ -40,8 +47,8 @@ const log = (msg: string): void => void process.stdout.write(`[bench:quality] ${
 const LAYOUTS: Record<string, PromptLayout> = {
   served: LAYOUT,
   'no-system': { ...LAYOUT, system: null },
-  // The served temperature was fitted to the lettered readout, so the other readouts are measured as read.
-  unsharpened: { ...LAYOUT, scoreTemperature: 1 },
+  // Layout L3's score sharpening, chosen by a hit rate (bench/RESULTS.md says what it cost).
+  'l3-sharpened': { ...LAYOUT, scoreTemperature: 0.13 },
   digits: { ...LAYOUT, scoreReadout: 'digits', scoreTemperature: 1 },
   ordinal: { ...LAYOUT, scoreReadout: 'ordinal', scoreTemperature: 1 },
 };
@@ -217,13 +224,29 @@ interface Row {
   accuracy: number;
   /** The most probable option is the truth (for score: the mode, which clients are not served). */
   argmaxAccuracy: number;
-  brier: number;
-  ece: number;
-  eceCalibrated: number | null;
+  served: Metrics;
+  /** The ECE a perfectly calibrated forecaster would show on these forecasts (sampling noise). */
+  eceFloor: number;
+  /** Scores: mean |Σ i·pᵢ − truth| of the served score, in levels. */
+  mae: number | null;
+  /** Each question read through a calibration fitted on the other four fifths (null for "all"). */
+  calibrated: Metrics | null;
   calibration: string;
   flips: number | null;
   labelMass: number;
   msPerDecision: number | null;
+}
+
+function mapName(report: KindReport): string {
+  if (!report.fit) return `none (${report.refused})`;
+  return report.fit.method === 'temperature' ? `T=${report.fit.temperature.toFixed(2)}` : `platt a=${report.fit.a.toFixed(2)} b=${report.fit.b.toFixed(2)}`;
+}
+
+/** A kind's forecasts as served and as a calibration fitted without each of them reads them. */
+function calibratedForecasts(kind: KindName, rs: Record_[]): { report: KindReport; forecasts: Forecast[] } {
+  const samples = rs.map((r): Sample => ({ kind, p: r.p, truth: r.truth }));
+  const report = fitKind(kind, samples);
+  return { report, forecasts: report.fit ? heldOut(samples, FITTERS[report.fit.method]) : samples };
 }
 
 function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
@@ -237,21 +260,7 @@ function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
   }
   for (const [key, rs] of groups) {
     const [model, method, kind] = key.split('\u0000') as [string, Reported, KindName | 'all'];
-    const m = metrics(rs.map((r) => ({ p: r.p, truth: r.truth })));
-    let eceCalibrated: number | null = null;
-    let calibration = '';
-    if (kind !== 'all') {
-      const report = fitKind(
-        kind,
-        rs.map((r): Sample => ({ kind, p: r.p, truth: r.truth })),
-      );
-      eceCalibrated = report.fit ? report.after!.ece : report.before.ece;
-      calibration = report.fit
-        ? report.fit.method === 'temperature'
-          ? `T=${report.fit.temperature.toFixed(2)}`
-          : `platt a=${report.fit.a.toFixed(2)} b=${report.fit.b.toFixed(2)}`
-        : `none (${report.refused})`;
-    }
+    const fitted = kind === 'all' ? null : calibratedForecasts(kind, rs);
     const flips = rs.filter((r) => r.flipped !== null);
     rows.push({
       model,
@@ -260,10 +269,11 @@ function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
       n: rs.length,
       accuracy: mean(rs.map((r) => (correct(r) ? 1 : 0))),
       argmaxAccuracy: mean(rs.map((r) => (argmax(r.p) === r.truth ? 1 : 0))),
-      brier: m.brier,
-      ece: m.ece,
-      eceCalibrated,
-      calibration,
+      served: metrics(rs),
+      eceFloor: eceFloor(rs),
+      mae: kind === 'score' ? mean(rs.map((r) => Math.abs(r.score! - r.truth))) : null,
+      calibrated: fitted ? metrics(fitted.forecasts) : null,
+      calibration: fitted ? mapName(fitted.report) : '',
       flips: flips.length > 0 ? mean(flips.map((r) => (r.flipped ? 1 : 0))) : null,
       labelMass: mean(rs.map((r) => r.labelMass)),
       msPerDecision: kind === 'all' ? median(ms[method] ?? []) : null,
@@ -272,8 +282,21 @@ function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
   return rows;
 }
 
-const f = (x: number | null, digits = 3) => (x === null || Number.isNaN(x) ? '–' : x.toFixed(digits));
-const pct = (x: number | null) => (x === null || Number.isNaN(x) ? '–' : `${(x * 100).toFixed(1)}%`);
+const f = fixed;
+
+/** The diagram of one model and method: per type, the served probabilities and the calibrated ones held out. */
+function reliabilityPanels(records: Record_[]): Panel[] {
+  return (['noul', 'choice', 'score'] as const)
+    .map((kind) => ({ kind, rs: records.filter((r) => r.kind === kind) }))
+    .filter(({ rs }) => rs.length > 0)
+    .map(({ kind, rs }) => ({
+      title: `${kind} (${rs.length})`,
+      series: [
+        { name: 'as served', colour: '#c0392b', bins: reliability(rs) },
+        { name: 'calibrated, 5-fold held out', colour: '#2471a3', bins: reliability(calibratedForecasts(kind, rs).forecasts) },
+      ],
+    }));
+}
 
 async function main(): Promise<void> {
   const cases = loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl'))
@@ -329,21 +352,35 @@ async function main(): Promise<void> {
       1,
     ) + '\n',
   );
+  // What `arbitra calibrate --file` fits: one line per question as a method served it (the derived
+  // orig+rev and prior rows are not served, and would count their questions twice).
   fs.writeFileSync(
     path.join(outDir, `quality-samples${suffix}.jsonl`),
     all
-      .filter((r) => r.method !== 'prior')
+      .filter((r) => r.method !== 'prior' && r.method !== ORIG_REV)
       .map((r) => JSON.stringify({ model: r.model, method: r.method, case: r.case, question: r.question, answer: r.answer, truth: r.rawTruth }))
       .join('\n') + '\n',
   );
+  const first = all[0];
+  const diagram = path.join(outDir, `quality-reliability${suffix}.svg`);
+  if (first) {
+    const shown = all.filter((r) => r.model === first.model && r.method === first.method);
+    fs.writeFileSync(
+      diagram,
+      reliabilitySvg(
+        reliabilityPanels(shown),
+        `${first.model}, ${first.method}, layout ${LAYOUT_VERSION}${suffix ? ` (${layoutName})` : ''}: top answer's probability against its hit rate, 10 bins`,
+      ),
+    );
+  }
 
   const table = [
-    '| model | method | type | n | accuracy as served | argmax accuracy | Brier | ECE | ECE calibrated (5-fold held out) | fitted map | order flips | label mass | ms / decision |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...rows.map(
-      (r) =>
-        `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${pct(r.argmaxAccuracy)} | ${f(r.brier)} | ${f(r.ece)} | ${f(r.eceCalibrated)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${f(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`,
-    ),
+    '| model | method | type | n | accuracy as served | argmax accuracy | log loss | Brier | RPS | MAE of Σ i·pᵢ | ECE | ECE if calibrated | overconfidence | calibrated held out: log loss / RPS | ECE | overconfidence | fitted map | order flips | label mass | ms / decision |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => {
+      const rule = r.kind === 'score' ? r.calibrated?.rps : r.calibrated?.logLoss;
+      return `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${pct(r.argmaxAccuracy)} | ${f(r.served.logLoss)} | ${f(r.served.brier)} | ${r.kind === 'score' ? f(r.served.rps) : '–'} | ${f(r.mae)} | ${f(r.served.ece)} | ${f(r.eceFloor)} | ${signed(r.served.overconfidence)} | ${f(rule ?? null)} | ${f(r.calibrated?.ece ?? null)} | ${signed(r.calibrated?.overconfidence ?? null)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${f(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`;
+    }),
   ];
   for (const line of table) process.stdout.write(`${line}\n`);
   const readoutTable = [
@@ -352,6 +389,7 @@ async function main(): Promise<void> {
     ...scoreReadouts.map((s) => `| ${s.model} | ${s.method} | ${pct(s.expectation)} | ${pct(s.mode)} | ${pct(s.median)} |`),
   ];
   for (const line of readoutTable) process.stdout.write(`${line}\n`);
+  log(`reliability diagram: ${path.relative(root, diagram)}`);
 
   if (layoutName !== 'served' || limit !== Infinity || types) {
     log('not written to RESULTS.md: only full runs of the served layout are');
@@ -372,13 +410,16 @@ async function main(): Promise<void> {
       '',
       ...table,
       '',
-      'Score readouts: share of score questions within 0.5 of the true level, by how the score is read from the same distribution.',
+      `![Reliability diagram of ${first?.model ?? ''}, ${first?.method ?? ''}](out/quality-reliability.svg)`,
+      '',
+      'Score readouts: share of score questions within 0.5 of the true level, by how the score is read from the same distribution (information, not a criterion: sharpening raises it).',
       '',
       ...readoutTable,
       '',
-      '- accuracy as served: the answer right as a client reads it (noul: P(yes) > 0.5; choice: the label given; score: |score − truth| ≤ 0.5 with the served score, the expectation Σ i·pᵢ). argmax accuracy: the most probable option is the truth (the same for noul and choice; for score, the mode, which is not what clients are served).',
-      "- Brier: mean Σᵢ (pᵢ − yᵢ)² over the options (for yes/no that is twice the binary Brier score). ECE: top answer's probability against its hit rate, 10 equal-width bins.",
-      '- ECE calibrated: each question judged by a calibration fitted on the other four fifths (src/decision/calibration.ts, what `arbitra calibrate` fits); "none" when no fit beat the raw probabilities.',
+      '- accuracy as served: the answer right as a client reads it (noul: P(yes) > 0.5; choice: the label given; score: |score − truth| ≤ 0.5 with the served score, the expectation Σ i·pᵢ). argmax accuracy: the most probable option is the truth (for score, the mode). Both are information; the criteria are the proper scoring rules.',
+      '- log loss: mean −ln p(truth), nats. Brier: mean Σᵢ (pᵢ − yᵢ)² over the options (for yes/no that is twice the binary Brier score). RPS (scores): ranked probability score, Σₖ (Fₖ − Oₖ)² over the n − 1 thresholds of the cumulative distributions, divided by n − 1. MAE: mean |Σ i·pᵢ − truth| in levels.',
+      "- ECE: top answer's probability against its hit rate, 10 equal-width bins. ECE if calibrated: the ECE a perfectly calibrated forecaster would show on the same forecasts (truths drawn from the forecasts themselves, mean of 200 draws; bench/lib/ece-floor.ts): on a set this size ECE is sampling noise up to about this value. overconfidence: mean top probability minus the share of top answers that are right (positive: the probabilities claim too much).",
+      '- calibrated held out: each question read through a calibration fitted on the other four fifths (src/decision/calibration.ts, what `arbitra calibrate` fits, chosen by log loss, RPS for scores); "none" when no fit beat the probabilities as served.',
       '- order flips: choice questions whose answer changes when the options are listed in reverse order (same method both times).',
       '- orig+rev (choice only): the plain run averaged with the run whose options are listed in reverse; order flips are 0 by construction. Its ms is the plain decision plus the reversed one with the state already cached.',
       '- prior: the plain run divided by the same questions\' distribution about a content-free state ("N/A"), renormalised.',

@@ -1,9 +1,12 @@
-// `npm run bench:score-readouts`: how a score's level distribution is best read, judged as a client
-// reads the answer: |score − truth| ≤ 0.5 with score = Σ i·pᵢ, the reference's expectation. Every
-// score question of bench/quality/cases.jsonl is decided by the real engine and decision layer
-// under each readout of PromptLayout.scoreReadout (src/decision/prompt.ts), plain and with permute;
-// then, from the same distributions, with a sharpening temperature fitted on the other four fifths
-// of the questions (held out), and as the mean of two readouts' distributions.
+// `npm run bench:score-readouts`: how a score's level distribution is best read, judged by the
+// ranked probability score (RPS), a proper scoring rule for ordered levels, with the mean absolute
+// error of the served score Σ i·pᵢ (the reference's expectation) beside it; the share within half
+// a level is information only (sharpening raises it while the probabilities stop meaning what they
+// say). Every score question of bench/quality/cases.jsonl is decided by the real engine and
+// decision layer under each readout of PromptLayout.scoreReadout (src/decision/prompt.ts), plain
+// and with permute; then, from the same distributions, with a temperature fitted by RPS on the
+// other four fifths of the questions (held out), and as the mean of two readouts' distributions.
+// The served layout is the readout and temperature with the lowest held-out RPS.
 // Writes bench/out/score-readouts.json and the "Score readouts" section of bench/RESULTS.md.
 //
 // BENCH_MODELS    a catalogue name, a pulled model's name or hf: reference, or a GGUF path (default: the default model)
@@ -17,14 +20,16 @@ import { decide } from '../src/decision/decide.js';
 import type { ScoreSpec } from '../src/decision/kinds/index.js';
 import { expectation } from '../src/decision/kinds/score.js';
 import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/prompt.js';
-import { argmax, tempered } from '../src/decision/readout.js';
+import { FITTERS, heldOut, type KindFit, type Sample } from '../src/decision/calibration.js';
+import { argmax } from '../src/decision/readout.js';
+import { metrics, type Metrics } from '../src/decision/scoring-rules.js';
 import { createLocalEngine } from '../src/engine/local.js';
 import { modelFor } from '../src/config.js';
 import { DEFAULT_MODEL } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
 import { loadCases, truthIndex } from './lib/cases.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
-import { mean, median } from './lib/stats.js';
+import { fixed, mean, median, pct, signed } from './lib/stats.js';
 
 type Readout = PromptLayout['scoreReadout'];
 const root = packageRoot();
@@ -40,10 +45,6 @@ const planned = (process.env.BENCH_RUNS ?? 'letters/plain,letters/permute2,digit
   return { readout, method };
 });
 const log = (msg: string): void => void process.stdout.write(`[bench:score-readouts] ${msg}\n`);
-
-/** Sharpening temperatures tried by the fit: 0.1 to 2, evenly in log T. */
-const TEMPERATURES = Array.from({ length: 40 }, (_, i) => Math.exp(Math.log(0.1) + (i / 39) * (Math.log(2) - Math.log(0.1))));
-const FOLDS = 5;
 
 interface Question {
   id: string;
@@ -78,28 +79,6 @@ function scoreQuestions(): Question[] {
     .slice(0, limit);
 }
 
-/** The temperature that minimises the mean |Σ i·pᵢ − truth| over `qs`. */
-function fitTemperature(ps: number[][], truths: number[]): number {
-  let best = { t: 1, err: Infinity };
-  for (const t of TEMPERATURES) {
-    const err = mean(ps.map((p, i) => absError(tempered(p, t), truths[i]!)));
-    if (err < best.err) best = { t, err };
-  }
-  return best.t;
-}
-
-/** Hits with a temperature fitted on the other folds (question i is in fold i mod FOLDS). */
-function heldOutTempered(ps: number[][], truths: number[]): number[] {
-  return ps.map((p, i) => {
-    const train = ps.map((_, j) => j).filter((j) => j % FOLDS !== i % FOLDS);
-    const t = fitTemperature(
-      train.map((j) => ps[j]!),
-      train.map((j) => truths[j]!),
-    );
-    return hit(tempered(p, t), truths[i]!);
-  });
-}
-
 async function runReadout(file: string, readout: Readout, method: Method, qs: Question[]): Promise<Run> {
   // A fresh engine per run, so every readout meets each state with a cold prefix cache.
   const engine = await createLocalEngine(file, { threads, contextSize: 1024, maxSequences: 32 });
@@ -118,28 +97,50 @@ async function runReadout(file: string, readout: Readout, method: Method, qs: Qu
   return run;
 }
 
+interface Judged {
+  metrics: Metrics;
+  /** Mean |Σ i·pᵢ − truth|, in levels. */
+  mae: number;
+  /** Share with |Σ i·pᵢ − truth| ≤ 0.5: information, not a criterion. */
+  within: number;
+}
+
 interface Row {
   readout: string;
   method: Method;
-  expectation: number;
-  mode: number;
-  tempered: number;
+  /** The distributions as read (T = 1). */
+  asRead: Judged;
+  /** Each question tempered by T fitted by RPS on the other four fifths. */
+  tempered: Judged;
+  /** T fitted by RPS on all the questions: what would be served. */
   temperature: number;
-  mae: number;
+  mode: number;
   branches: number;
   ms: number;
 }
 
+function judge(ps: number[][], truths: number[]): Judged {
+  return {
+    metrics: metrics(ps.map((p, i) => ({ p, truth: truths[i]! }))),
+    mae: mean(ps.map((p, i) => absError(p, truths[i]!))),
+    within: mean(ps.map((p, i) => hit(p, truths[i]!))),
+  };
+}
+
 function rowOf(name: string, method: Method, ps: number[][], truths: number[], branches: number, ms: number): Row {
-  const t = fitTemperature(ps, truths);
+  const samples = ps.map((p, i): Sample => ({ kind: 'score', p, truth: truths[i]! }));
+  const fit = FITTERS.temperature(samples) as Extract<KindFit, { method: 'temperature' }>;
+  const held = heldOut(samples, FITTERS.temperature);
   return {
     readout: name,
     method,
-    expectation: mean(ps.map((p, i) => hit(p, truths[i]!))),
+    asRead: judge(ps, truths),
+    tempered: judge(
+      held.map((h) => h.p),
+      held.map((h) => h.truth),
+    ),
+    temperature: fit.temperature,
     mode: mean(ps.map((p, i) => (argmax(p) === truths[i] ? 1 : 0))),
-    tempered: mean(heldOutTempered(ps, truths)),
-    temperature: t,
-    mae: mean(ps.map((p, i) => absError(p, truths[i]!))),
     branches,
     ms,
   };
@@ -171,16 +172,24 @@ async function main(): Promise<void> {
       }
     }
   }
-  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const cells = (j: Judged) =>
+    `${fixed(j.metrics.rps)} | ${fixed(j.mae)} | ${fixed(j.metrics.logLoss)} | ${fixed(j.metrics.ece)} | ${signed(j.metrics.overconfidence)} | ${pct(j.within)}`;
   const table = [
-    '| readout | method | within 0.5 by Σ i·pᵢ | same, temperature fitted held out | temperature fitted on all | mode right | mean abs error of Σ i·pᵢ | branches / question | ms / question |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| readout | method | RPS | MAE of Σ i·pᵢ | log loss | ECE | overconfidence | within 0.5 | T fitted by RPS held out: RPS | MAE | log loss | ECE | overconfidence | within 0.5 | T fitted on all | mode right | branches / question | ms / question |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.readout} | ${r.method} | ${pct(r.expectation)} | ${pct(r.tempered)} | ${r.temperature.toFixed(2)} | ${pct(r.mode)} | ${r.mae.toFixed(3)} | ${r.branches.toFixed(1)} | ${r.ms.toFixed(0)} |`,
+        `| ${r.readout} | ${r.method} | ${cells(r.asRead)} | ${cells(r.tempered)} | ${r.temperature.toFixed(2)} | ${pct(r.mode)} | ${r.branches.toFixed(1)} | ${r.ms.toFixed(0)} |`,
     ),
   ];
   for (const line of table) process.stdout.write(`${line}\n`);
+  const best = rows
+    .flatMap((r) => [
+      { name: `${r.readout}/${r.method} as read`, rps: r.asRead.metrics.rps },
+      { name: `${r.readout}/${r.method} T=${r.temperature.toFixed(2)}`, rps: r.tempered.metrics.rps },
+    ])
+    .sort((a, b) => a.rps - b.rps)[0]!;
+  log(`lowest held-out RPS: ${best.name} (${best.rps.toFixed(4)})`);
   writeRawResult('score-readouts', {
     date: started.toISOString(),
     model: name,
@@ -203,8 +212,11 @@ async function main(): Promise<void> {
       '',
       ...table,
       '',
-      '- within 0.5 by Σ i·pᵢ: the answer as a client reads it, score = the expectation, |score − truth| ≤ 0.5.',
-      `- temperature fitted held out: the distribution raised to 1/T and renormalised, T fitted (minimum mean |Σ i·pᵢ − truth| over ${TEMPERATURES.length} values from 0.1 to 2) on the other four fifths of the questions; the next column is T fitted on all of them, what would be served.`,
+      `Lowest held-out RPS: **${best.name}** (${best.rps.toFixed(4)}).`,
+      '',
+      '- RPS: ranked probability score, Σₖ (Fₖ − Oₖ)² over the n − 1 thresholds of the cumulative distributions, divided by n − 1 (0 is perfect). MAE: mean |Σ i·pᵢ − truth| of the served score, in levels. log loss: mean −ln p(truth level). ECE and overconfidence: of the most probable level, 10 bins; overconfidence is mean top probability minus the share of modes that are right.',
+      '- within 0.5: |Σ i·pᵢ − truth| ≤ 0.5, the hit rate layout L3 was chosen by; information only.',
+      '- T fitted by RPS held out: the distribution raised to 1/T and renormalised, T fitted (minimum mean RPS, golden-section search over 0.05 to 20, src/decision/calibration.ts) on the other four fifths of the questions; "T fitted on all" is the value that would be served.',
       '- letters: the levels shown once as lettered options, the letter read. digits: the levels with their own digits, the digit read. ordinal: one yes/no branch per level above the lowest, "is the answer <level k> or higher?", P(level ≥ k) made non-increasing and differenced.',
       "- a+b: the two readouts' distributions averaged; its branches and ms are the sum of both.",
       '- ms / question: median wall time of one decision with a cold prefix cache.',

@@ -76,3 +76,12 @@ export function recoveryAfter(faultAt: number, probes: readonly Probe[]): Recove
   const ms = after.length === 0 ? null : Math.max(0, Math.min(...after.map((p) => p.doneAt)) - faultAt);
   return { ms, probes: bySend.length, failed };
 }
+
+/** A table cell: the number to `digits` places, or a dash where there is none. */
+export const fixed = (x: number | null, digits = 3): string => (x === null || Number.isNaN(x) ? '–' : x.toFixed(digits));
+
+/** A share as a table cell, "12.3%". */
+export const pct = (x: number | null): string => (x === null || Number.isNaN(x) ? '–' : `${(x * 100).toFixed(1)}%`);
+
+/** A signed difference as a table cell, "+0.012" or "−0.064". */
+export const signed = (x: number | null): string => (x === null || Number.isNaN(x) ? '–' : `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(3)}`);

@@ -1,6 +1,6 @@
 // The summaries the load benches report: percentiles, a series' start/max/end, and recovery after a fault.
 import t from 'tap';
-import { latencySummary, mean, median, percentile, recoveryAfter, seriesSummary } from '../../bench/lib/stats.js';
+import { fixed, latencySummary, mean, median, pct, percentile, recoveryAfter, seriesSummary, signed } from '../../bench/lib/stats.js';
 
 t.test('mean and median, NaN for nothing; median sorts a copy and averages the middle pair', async (t) => {
   t.equal(mean([1, 2, 6]), 3);
@@ -43,4 +43,14 @@ t.test('recovery counts only the probes sent after the last failure', async (t) 
   t.same(recoveryAfter(0, [probe(100, 150, true), probe(200, 210, false)]), { ms: null, probes: 2, failed: 1 }, 'still failing at the end');
   t.same(recoveryAfter(0, []), { ms: null, probes: 0, failed: 0 });
   t.equal(recoveryAfter(500, [probe(100, 400, true)]).ms, 0, 'never negative');
+});
+
+t.test('table cells: fixed digits, shares and signed differences, a dash for nothing', async (t) => {
+  t.equal(fixed(0.12345), '0.123');
+  t.equal(fixed(2.5, 1), '2.5');
+  t.equal(fixed(null), '–');
+  t.equal(pct(0.1234), '12.3%');
+  t.equal(pct(NaN), '–');
+  t.equal(signed(0.0123), '+0.012');
+  t.equal(signed(-0.064), '−0.064', 'a minus sign, not a hyphen');
 });
