@@ -186,8 +186,8 @@ t.test("score: the layout's temperature sharpens the read distribution, ranking 
   const sharp = score.combine(stars, [[0.2, 0.3, 0.5]], { labels, layout: { ...LAYOUT, scoreTemperature: 0.5 } });
   [0.04, 0.09, 0.25].forEach((x, i) => t.ok(close(sharp[i]!, x / 0.38), `p[${i}] ∝ pᵢ² at T = 0.5: ${sharp[i]}`));
   t.same(score.combine(stars, [[0.2, 0.3, 0.5]], { labels, layout: { ...LAYOUT, scoreTemperature: 1 } }), [0.2, 0.3, 0.5], 'T = 1 leaves it as read');
-  const served = score.combine(stars, [[0.2, 0.3, 0.5]], ctx);
-  t.ok(served[2]! > 0.9 && served[0]! < served[1]!, `the served layout sharpens: ${served.join(', ')}`);
+  // Chosen by held-out RPS (bench:score-readouts): the served layout serves the model's own distribution.
+  t.same(score.combine(stars, [[0.2, 0.3, 0.5]], ctx), [0.2, 0.3, 0.5], 'the served layout leaves it as read');
 });
 
 t.test('score answer: the expected level, legend, reference confidence', async (t) => {
