@@ -233,6 +233,16 @@ t.test('the browser console', { skip: cannotRun }, async (t) => {
         [top.label],
         `${question}: the most probable option is the one marked`,
       );
+      // The note appears exactly when the answer's own figures say the model is unsure.
+      const section = `#pg-result section.answer[data-question="${question}"]`;
+      const massText = await page.$eval(`${section} .label-mass`, (el) => el.textContent ?? '');
+      const mass = Number(/([\d.]+)%/.exec(massText)![1]) / 100;
+      const expected = bars.reduce((s, b, i) => s + b.p * i, 0);
+      const spread = Math.sqrt(bars.reduce((s, b, i) => s + b.p * (i - expected) ** 2, 0));
+      const unsure = mass < 0.5 || (question === 'urgency' ? spread >= 1 : top.p < 0.6);
+      const notes = await page.$$eval(`${section} .unsure-note`, (els) => els.map((el) => el.textContent ?? ''));
+      t.equal(notes.length, unsure ? 1 : 0, `${question}: label mass ${mass}, top ${top.p.toFixed(3)}, spread ${spread.toFixed(2)}: ${notes[0] ?? 'no note'}`);
+      if (unsure) t.match(notes[0], /^Unsure: /);
     }
     t.match(await text(page, '#pg-tokens'), /\d/);
     t.match(await text(page, '#pg-latency'), /\d+\s*ms/);

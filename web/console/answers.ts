@@ -1,6 +1,8 @@
 // A decision's answers as probability bars: one row per label (noul: yes and no), the chosen row
-// marked, the unpermuted pass as a thin second bar when the request asked for it.
+// marked, the unpermuted pass as a thin second bar when the request asked for it, and a one-line
+// note when the answer's own figures say the model is unsure.
 import { isRecord } from './api.js';
+import { doubtNote } from './doubt.js';
 import { h } from './dom.js';
 import { percent } from './format.js';
 
@@ -51,8 +53,10 @@ function bars(rows: BarRow[], chosen: string): HTMLDivElement {
   );
 }
 
-function extras(answer: Record<string, unknown>): HTMLElement[] {
+function extras(answer: Record<string, unknown>, p: number[]): HTMLElement[] {
   const out: HTMLElement[] = [];
+  const note = doubtNote(String(answer.type), p, num(answer.label_mass));
+  if (note) out.push(h('p', { class: 'unsure-note', role: 'note' }, note));
   const confidence = num(answer.confidence);
   if (confidence !== undefined) out.push(h('p', { class: 'confidence' }, `Confidence ${confidence.toFixed(2)}`));
   if (typeof answer.confidence_band === 'string') out.push(h('p', { class: 'confidence-band' }, `Calibrated band: ${answer.confidence_band}`));
@@ -87,13 +91,13 @@ function body(answer: Record<string, unknown>): HTMLElement[] {
       { label: 'yes', p: yes, ...(raw !== undefined ? { raw } : {}) },
       { label: 'no', p: 1 - yes, ...(raw !== undefined ? { raw: 1 - raw } : {}) },
     ];
-    return [bars(rows, yes >= 0.5 ? 'yes' : 'no'), ...extras(answer)];
+    return [bars(rows, yes >= 0.5 ? 'yes' : 'no'), ...extras(answer, [yes, 1 - yes])];
   }
   const p = probabilities(answer.probabilities);
   const raw = probabilities(answer.raw_probabilities);
   if (answer.type === 'choice' && p) {
     const rows = Object.entries(p).map(([label, value]): BarRow => ({ label, p: value, ...(raw?.[label] !== undefined ? { raw: raw[label] } : {}) }));
-    return [bars(rows, typeof answer.choice === 'string' ? answer.choice : argmax(p)), ...extras(answer)];
+    return [bars(rows, typeof answer.choice === 'string' ? answer.choice : argmax(p)), ...extras(answer, Object.values(p))];
   }
   if (answer.type === 'score' && p) {
     const legend = isRecord(answer.legend) ? answer.legend : {};
@@ -116,7 +120,10 @@ function body(answer: Record<string, unknown>): HTMLElement[] {
       h('p', { class: 'score-value' }, `Expected score ${score.toFixed(2)} of 0\u2013${levels.length - 1}`),
       h('div', { class: 'score-scale', 'aria-hidden': 'true' }, marker),
       bars(rows, argmax(p)),
-      ...extras(answer),
+      ...extras(
+        answer,
+        levels.map((level) => p[level] ?? 0),
+      ),
     ];
   }
   // A kind this page does not draw (e.g. a box preview): show it as data rather than hide it.
