@@ -5,7 +5,10 @@
 import t from 'tap';
 import { validateSystemOneRequest } from '../../src/api/schemas/systemone-validate.js';
 import type { ChoiceAnswer, NoulAnswer, ScoreAnswer } from '../../src/api/schemas/systemone.js';
+import { calibrationFrom } from '../../src/decision/calibration.js';
+import { presetCalibration } from '../../src/decision/calibration-presets.js';
 import { decide } from '../../src/decision/decide.js';
+import { LAYOUT_VERSION } from '../../src/decision/prompt.js';
 import { selfTest } from '../../src/decision/self-test.js';
 import { createLocalEngine } from '../../src/engine/local.js';
 import { DEFAULT_MODEL_FILE } from '../helpers/models.js';
@@ -56,8 +59,33 @@ t.test('a furious ticket: a complaint, routed to billing, rated urgent', async (
   );
   t.ok((a.complaint as NoulAnswer).noul > 0.6, `P(complaint) ${(a.complaint as NoulAnswer).noul}`);
   t.equal((a.team as ChoiceAnswer).choice, 'billing');
-  // score is Σ i·pᵢ: within half a level of "urgent" (2) or above it.
-  t.ok((a.urgency as ScoreAnswer).score >= 1.5, `urgency ${(a.urgency as ScoreAnswer).score} of 0..3`);
+  // The levels as the model reads them (layout L4): its lean is towards "urgent" (2) and above,
+  // while the expectation Σ i·pᵢ of a spread distribution stays nearer the middle of the scale.
+  const urgency = Object.values((a.urgency as ScoreAnswer).probabilities);
+  t.ok(urgency.indexOf(Math.max(...urgency)) >= 2, `the most probable level is urgent or above: ${urgency.map((p) => p.toFixed(2)).join(' / ')}`);
+  t.ok(urgency[2]! + urgency[3]! > 0.5, `P(urgent or above) ${urgency[2]! + urgency[3]!}`);
+});
+
+t.test("the shipped preset is this model file's, and calibrates its yes/no and choice answers", async (t) => {
+  const preset = presetCalibration(info.sha256, LAYOUT_VERSION);
+  t.ok(preset, `a preset for ${info.sha256.slice(0, 8)} under ${LAYOUT_VERSION}`);
+  const req = validateSystemOneRequest({
+    state: 'Ticket: "The app logs me out every time I open the settings page."',
+    questions: {
+      bug: { type: 'noul', instructions: 'Is this a bug report?' },
+      team: { type: 'choice', instructions: 'Which team should handle this ticket?', criteria: ['billing', 'technical', 'shipping'] },
+    },
+    options: { return_raw_probabilities: true },
+  });
+  const d = await decide(req, engine, info, { maxPromptTokens: 1024, calibration: calibrationFrom(preset!) });
+  t.same(d.calibration, { version: preset!.version, method: 'platt+temperature' });
+  const team = d.answers.team as ChoiceAnswer;
+  t.ok(team.confidence_band !== null && (d.answers.bug as NoulAnswer).confidence_band !== null, 'both types carry a band');
+  // The choice map is a temperature below 1: the model's underconfident choices are sharpened, the choice kept.
+  t.ok(
+    team.probabilities[team.choice]! > team.raw_probabilities![team.choice]!,
+    `${team.raw_probabilities![team.choice]} → ${team.probabilities[team.choice]}`,
+  );
 });
 
 t.test('the load-time self-test passes on the default model', async (t) => {
