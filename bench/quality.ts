@@ -6,8 +6,8 @@
 // fifths (what `arbitra calibrate` fits; the shipped preset); with the served score's mean absolute
 // error, accuracy as a client reads it, order flips when choice options are listed in reverse, the
 // label mass, and milliseconds per decision.
-// Writes bench/out/quality.json, bench/out/quality-samples.jsonl (input for `arbitra calibrate
-// --file`), the reliability diagram bench/out/quality-reliability.svg and the quality section of
+// Writes bench/out/quality.json, bench/out/quality-samples*.jsonl (one per model and method, input
+// for `arbitra calibrate --file`), the reliability diagram bench/out/quality-reliability.svg and the quality section of
 // bench/RESULTS.md.
 //
 // BENCH_MODELS   catalogue names, pulled models' names or hf: references, or GGUF paths, comma-separated (default: the default model)
@@ -352,15 +352,22 @@ async function main(): Promise<void> {
       1,
     ) + '\n',
   );
-  // What `arbitra calibrate --file` fits: one line per question as a method served it (the derived
-  // orig+rev and prior rows are not served, and would count their questions twice).
-  fs.writeFileSync(
-    path.join(outDir, `quality-samples${suffix}.jsonl`),
-    all
-      .filter((r) => r.method !== 'prior' && r.method !== ORIG_REV)
-      .map((r) => JSON.stringify({ model: r.model, method: r.method, case: r.case, question: r.question, answer: r.answer, truth: r.rawTruth }))
-      .join('\n') + '\n',
-  );
+  // What `arbitra calibrate --file` fits: one file per model and served method, one line per
+  // question (the derived orig+rev and prior rows are not served, and would count questions twice).
+  // The default model's plain run, what a request without options is served, is quality-samples.jsonl.
+  const modelNames = [...new Set(all.map((r) => r.model))];
+  for (const model of modelNames) {
+    for (const method of methods.filter((m) => m !== 'prior')) {
+      const name = [modelNames.length > 1 ? model : '', method === 'plain' ? '' : method].filter(Boolean).join('-');
+      fs.writeFileSync(
+        path.join(outDir, `quality-samples${suffix}${name ? `-${name}` : ''}.jsonl`),
+        all
+          .filter((r) => r.model === model && r.method === method)
+          .map((r) => JSON.stringify({ model: r.model, method: r.method, case: r.case, question: r.question, answer: r.answer, truth: r.rawTruth }))
+          .join('\n') + '\n',
+      );
+    }
+  }
   const first = all[0];
   const diagram = path.join(outDir, `quality-reliability${suffix}.svg`);
   if (first) {
@@ -425,7 +432,7 @@ async function main(): Promise<void> {
       '- prior: the plain run divided by the same questions\' distribution about a content-free state ("N/A"), renormalised.',
       "- ms / decision: median wall time of one request (all of a case's questions) with a cold prefix cache.",
       '',
-      'Raw figures: bench/out/quality.json; per-question answers with their truths: bench/out/quality-samples.jsonl.',
+      'Raw figures: bench/out/quality.json; per-question answers with their truths, one file per method: bench/out/quality-samples.jsonl (plain), quality-samples-permute4.jsonl and so on.',
     ].join('\n'),
   );
   log('bench/RESULTS.md updated');
