@@ -10,6 +10,8 @@ import { registerEngineMetrics } from '../metrics/engine.js';
 import { startPurgeScheduler } from '../workers/purge.js';
 import { createModelCatalog } from '../api/routes/models.js';
 import { prepareStore, storeName, probePort, resolveModel, startupLine } from './preflight.js';
+import { calibrationNotice } from '../decision/calibration-presets.js';
+import { LAYOUT_VERSION } from '../decision/prompt.js';
 import { runSelfTest } from './self-test.js';
 import { httpWorkers, type HttpWorkers } from './http-workers.js';
 
@@ -87,6 +89,8 @@ async function startUp(
   if (config.gpus && info.backend === 'cpu') {
     log(`this build has no GPU backend: --gpus ${config.gpus.join(',')} runs ${hosts.length} engines on the CPU, sharing its cores`);
   }
+  const calibration = calibrationNotice(config.calibration, info.sha256, LAYOUT_VERSION);
+  if (calibration) log(calibration);
   // Every engine loads the same file with the same settings: one self-test speaks for all of them.
   if (config.selfTest) runSelfTest(hosts[0]!, info, modelId, log);
 }

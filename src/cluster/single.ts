@@ -10,6 +10,8 @@ import { timedStore } from '../store/timed.js';
 import { localMetricsText } from '../metrics/cluster.js';
 import { startPurgeScheduler } from '../workers/purge.js';
 import type { EngineStatus } from '../engine/ipc.js';
+import { calibrationNotice } from '../decision/calibration-presets.js';
+import { LAYOUT_VERSION } from '../decision/prompt.js';
 import { runSelfTest } from './self-test.js';
 import { prepareStore, storeName, openConfiguredStore, probePort, resolveModel, startupLine } from './preflight.js';
 
@@ -73,6 +75,8 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   const purge = startPurgeScheduler(config.store, config.limits.purgeIntervalSeconds * 1000, { storeOptions: storeOptions(config), log });
   log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: implementation }));
   log(`store: ${storeName(config)}`);
+  const calibration = calibrationNotice(config.calibration, info.sha256, LAYOUT_VERSION);
+  if (calibration) log(calibration);
   if (config.selfTest) runSelfTest(engine, info, deps.models.id, log);
   return {
     port: server.port,

@@ -4,7 +4,7 @@
 // preset of its own is answered uncalibrated, never with another's map.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { CalibrationRecord } from './calibration.js';
+import type { CalibrationMode, CalibrationRecord } from './calibration.js';
 import { packageRoot } from '../paths.js';
 
 export const PRESETS_DIR = 'calibrations';
@@ -21,4 +21,19 @@ function presets(): CalibrationRecord[] {
 /** The shipped calibration of this model file under this layout, or null. */
 export function presetCalibration(modelSha256: string, layout: string): CalibrationRecord | null {
   return presets().find((p) => p.model_sha256 === modelSha256 && p.layout === layout) ?? null;
+}
+
+/**
+ * What the operator is told at start-up about the calibration answers will carry, so that a preset
+ * missing for the served model is said once, not found later in every answer's meta.
+ */
+export function calibrationNotice(mode: CalibrationMode, modelSha256: string, layout: string): string | null {
+  if (mode === 'off') return null;
+  if (mode === 'fitted') return `calibration: the newest fit of \`arbitra calibrate\` for this model under layout ${layout}, read per request`;
+  const preset = presetCalibration(modelSha256, layout);
+  if (!preset) {
+    return `calibration: no preset ships for this model file (sha256 ${modelSha256.slice(0, 12)}…) under layout ${layout}; answers are uncalibrated (meta.calibration "none"); fit one with \`arbitra calibrate\``;
+  }
+  const maps = Object.entries(preset.fits).map(([kind, fit]) => `${kind} ${fit.method}`);
+  return `calibration: preset ${preset.version} (${maps.join(', ')}; other types as read)`;
 }

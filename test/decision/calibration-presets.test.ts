@@ -2,7 +2,7 @@
 // (a layout change without a refit fails here), bound to its file's checksum, and every map it
 // holds beat the probabilities as read on held-out folds under its type's proper scoring rule.
 import t from 'tap';
-import { presetCalibration } from '../../src/decision/calibration-presets.js';
+import { calibrationNotice, presetCalibration } from '../../src/decision/calibration-presets.js';
 import { calibrationFrom, ruleFor } from '../../src/decision/calibration.js';
 import { LAYOUT_VERSION } from '../../src/decision/prompt.js';
 import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
@@ -29,4 +29,17 @@ t.test('every map in it improved its held-out rule without a worse Brier score',
     t.ok(report.after!.brier <= report.before.brier, `${report.kind}: Brier ${report.before.brier} → ${report.after!.brier}`);
   }
   t.match(calibrationFrom(preset).method, /^(platt|temperature)(\+temperature)?$/, 'served as the methods it names');
+});
+
+t.test('the start-up notice: nothing when off, the preset and its maps, or that none ships', async (t) => {
+  t.equal(calibrationNotice('off', DEFAULT_MODEL.sha256, LAYOUT_VERSION), null);
+  t.match(calibrationNotice('fitted', DEFAULT_MODEL.sha256, LAYOUT_VERSION), /newest fit of `arbitra calibrate`/);
+  t.match(
+    calibrationNotice('preset', DEFAULT_MODEL.sha256, LAYOUT_VERSION),
+    new RegExp(`^calibration: preset ${LAYOUT_VERSION}\\.cc324af0\\.preset \\(noul platt, choice temperature; other types as read\\)$`),
+  );
+  t.match(
+    calibrationNotice('preset', 'f'.repeat(64), LAYOUT_VERSION),
+    /no preset ships for this model file \(sha256 ffffffffffff…\) under layout L\d+; answers are uncalibrated/,
+  );
 });

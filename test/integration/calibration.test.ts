@@ -135,5 +135,10 @@ if (cannotRun) {
     t.equal(r.status, 200, r.text);
     t.match(r.json.meta, { calibration: 'none', calibration_version: null });
     t.equal(r.json.answers.team.confidence_band, null);
+    t.match(
+      presetServer.log(),
+      /calibration: no preset ships for this model file .* under layout L\d+; answers are uncalibrated/,
+      'the operator is told at start-up',
+    );
   });
 }
