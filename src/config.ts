@@ -423,9 +423,6 @@ export function storeOptions(config: Config): StoreOptions {
   };
 }
 
-const MAX_GPUS = 64;
-
-/** "0,1,3" → [0, 1, 3]: distinct device indexes, each an engine. */
 const CALIBRATION_MODES = new Map<string, CalibrationMode>([
   ...['off', 'no', 'false', '0'].map((v) => [v, 'off'] as const),
   // ARBITRA_CALIBRATION=on predates the preset and meant the newest fitted calibration.
@@ -440,6 +437,9 @@ function calibrationMode(r: { value: string; source: string } | undefined): Cali
   return mode;
 }
 
+const MAX_GPUS = 64;
+
+/** "0,1,3" → [0, 1, 3]: distinct device indexes, each an engine. */
 function gpuList(r: { value: string; source: string } | undefined): number[] | null {
   if (!r) return null;
   const items = r.value.split(',').map((v) => v.trim());
