@@ -21,7 +21,7 @@ import path from 'node:path';
 import type { Answer } from '../src/api/schemas/systemone.js';
 import { validateSystemOneRequest } from '../src/api/schemas/systemone-validate.js';
 import { FITTERS, fitKind, heldOut, type KindReport, type Sample } from '../src/decision/calibration.js';
-import { metrics, reliability, type Forecast, type Metrics } from '../src/decision/scoring-rules.js';
+import { metrics, reliability, type Forecast, type Metrics, type ReliabilityBin } from '../src/decision/scoring-rules.js';
 import { decide } from '../src/decision/decide.js';
 import type { KindName } from '../src/decision/kinds/index.js';
 import { LAYOUT, LAYOUT_VERSION, type PromptLayout } from '../src/decision/prompt.js';
@@ -231,6 +231,8 @@ interface Row {
   mae: number | null;
   /** Each question read through a calibration fitted on the other four fifths (null for "all"). */
   calibrated: Metrics | null;
+  /** The reliability bins of the forecasts as served and as calibrated held out (null for "all"). */
+  bins: { served: ReliabilityBin[]; calibrated: ReliabilityBin[] } | null;
   calibration: string;
   flips: number | null;
   labelMass: number;
@@ -273,6 +275,7 @@ function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
       eceFloor: eceFloor(rs),
       mae: kind === 'score' ? mean(rs.map((r) => Math.abs(r.score! - r.truth))) : null,
       calibrated: fitted ? metrics(fitted.forecasts) : null,
+      bins: fitted ? { served: reliability(rs), calibrated: reliability(fitted.forecasts) } : null,
       calibration: fitted ? mapName(fitted.report) : '',
       flips: flips.length > 0 ? mean(flips.map((r) => (r.flipped ? 1 : 0))) : null,
       labelMass: mean(rs.map((r) => r.labelMass)),
@@ -282,20 +285,21 @@ function summarise(records: Record_[], ms: Record<string, number[]>): Row[] {
   return rows;
 }
 
-const f = fixed;
-
 /** The diagram of one model and method: per type, the served probabilities and the calibrated ones held out. */
-function reliabilityPanels(records: Record_[]): Panel[] {
-  return (['noul', 'choice', 'score'] as const)
-    .map((kind) => ({ kind, rs: records.filter((r) => r.kind === kind) }))
-    .filter(({ rs }) => rs.length > 0)
-    .map(({ kind, rs }) => ({
-      title: `${kind} (${rs.length})`,
-      series: [
-        { name: 'as served', colour: '#c0392b', bins: reliability(rs) },
-        { name: 'calibrated, 5-fold held out', colour: '#2471a3', bins: reliability(calibratedForecasts(kind, rs).forecasts) },
-      ],
-    }));
+function reliabilityPanels(rows: Row[]): Panel[] {
+  return rows.flatMap((r) =>
+    r.bins
+      ? [
+          {
+            title: `${r.kind} (${r.n})`,
+            series: [
+              { name: 'as served', colour: '#c0392b', bins: r.bins.served },
+              { name: 'calibrated, 5-fold held out', colour: '#2471a3', bins: r.bins.calibrated },
+            ],
+          },
+        ]
+      : [],
+  );
 }
 
 async function main(): Promise<void> {
@@ -371,7 +375,7 @@ async function main(): Promise<void> {
   const first = all[0];
   const diagram = path.join(outDir, `quality-reliability${suffix}.svg`);
   if (first) {
-    const shown = all.filter((r) => r.model === first.model && r.method === first.method);
+    const shown = rows.filter((r) => r.model === first.model && r.method === first.method);
     fs.writeFileSync(
       diagram,
       reliabilitySvg(
@@ -386,7 +390,7 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map((r) => {
       const rule = r.kind === 'score' ? r.calibrated?.rps : r.calibrated?.logLoss;
-      return `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${pct(r.argmaxAccuracy)} | ${f(r.served.logLoss)} | ${f(r.served.brier)} | ${r.kind === 'score' ? f(r.served.rps) : '–'} | ${f(r.mae)} | ${f(r.served.ece)} | ${f(r.eceFloor)} | ${signed(r.served.overconfidence)} | ${f(rule ?? null)} | ${f(r.calibrated?.ece ?? null)} | ${signed(r.calibrated?.overconfidence ?? null)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${f(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`;
+      return `| ${r.model} | ${r.method} | ${r.kind} | ${r.n} | ${pct(r.accuracy)} | ${pct(r.argmaxAccuracy)} | ${fixed(r.served.logLoss)} | ${fixed(r.served.brier)} | ${r.kind === 'score' ? fixed(r.served.rps) : '–'} | ${fixed(r.mae)} | ${fixed(r.served.ece)} | ${fixed(r.eceFloor)} | ${signed(r.served.overconfidence)} | ${fixed(rule ?? null)} | ${fixed(r.calibrated?.ece ?? null)} | ${signed(r.calibrated?.overconfidence ?? null)} | ${r.calibration || '–'} | ${pct(r.flips)} | ${fixed(r.labelMass)} | ${r.msPerDecision === null ? '–' : r.msPerDecision.toFixed(0)} |`;
     }),
   ];
   for (const line of table) process.stdout.write(`${line}\n`);
