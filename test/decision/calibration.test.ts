@@ -2,30 +2,20 @@
 import t from 'tap';
 import { applyFit, calibrationFrom, confidenceBand, crossValidated, fitKind, fitPlatt, fitTemperature, type Sample } from '../../src/decision/calibration.js';
 import { metrics } from '../../src/decision/scoring-rules.js';
-
-/** A deterministic pseudo-random stream, so every run sees the same samples. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (x * 1664525 + 1013904223) >>> 0;
-    return x / 2 ** 32;
-  };
-}
+import { drawFrom, seededRandom } from '../../bench/lib/random.js';
 
 /**
  * Samples whose true probabilities are `truth` but which the "model" reports overconfidently: its
  * log-probabilities are the true ones times `sharpen` (a temperature of 1/sharpen undoes it).
  */
 function overconfident(n: number, options: number, sharpen: number, seed = 1): Sample[] {
-  const r = rng(seed);
+  const r = seededRandom(seed);
   return Array.from({ length: n }, () => {
     const logits = Array.from({ length: options }, () => r() * 3);
     const exps = logits.map((l) => Math.exp(l));
     const sum = exps.reduce((a, b) => a + b, 0);
     const real = exps.map((e) => e / sum);
-    let u = r();
-    let truth = 0;
-    while (truth < options - 1 && (u -= real[truth]!) > 0) truth++;
+    const truth = drawFrom(real, r());
     const sharp = logits.map((l) => Math.exp(l * sharpen));
     const s2 = sharp.reduce((a, b) => a + b, 0);
     return { kind: options === 2 ? 'noul' : 'choice', p: sharp.map((x) => x / s2), truth } as Sample;
@@ -51,7 +41,7 @@ t.test('temperature keeps the ranking: the chosen answer never changes', async (
 });
 
 t.test('Platt scaling undoes a bias towards yes', async (t) => {
-  const r = rng(7);
+  const r = seededRandom(7);
   // The model says P(yes) = 0.8 whatever happens; yes is true 40% of the time.
   const samples: Sample[] = Array.from({ length: 500 }, () => ({ kind: 'noul', p: [0.8, 0.2], truth: r() < 0.4 ? 0 : 1 }));
   const fit = fitPlatt(samples);
