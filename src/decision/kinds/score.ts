@@ -1,9 +1,9 @@
 // score: rate on 2-10 ordered levels, level i being score i. Levels are shown like a choice's
 // options, lettered, with their descriptions (or their numbers where they have none); a layout may
-// show them with their own digits, or ask one yes/no threshold per level instead, and sharpens the
-// read distribution by its temperature (src/decision/prompt.ts says why). The score is the
-// expectation Σ i·pᵢ of the served probabilities, as in the reference API: clients threshold and
-// average it.
+// show them with their own digits, or ask one yes/no threshold per level instead, and raises the
+// read distribution to its temperature (1, as read, in the served layout: src/decision/prompt.ts
+// says why). The score is the expectation Σ i·pᵢ of the served probabilities, as in the
+// reference API: clients threshold and average it.
 import type { ScoreAnswer } from '../schema/answers.js';
 import type { Entry } from '../schema/entry.js';
 import { questionBody } from '../prompt.js';
