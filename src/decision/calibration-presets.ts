@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { CalibrationMode, CalibrationRecord } from './calibration.js';
 import { packageRoot } from '../paths.js';
 
-export const PRESETS_DIR = 'calibrations';
+const PRESETS_DIR = 'calibrations';
 
 let loaded: CalibrationRecord[] | undefined;
 
