@@ -2,13 +2,16 @@
 // decisions retained, their outcomes posted as traces, `arbitra calibrate` fitting and storing a
 // version from them, and the running server answering with it: calibrated probabilities, bands and
 // meta, while raw probabilities stay raw. Then a JSONL file as the source, a refusal, a preset
-// written with --out, and a server in preset mode whose model has no preset.
+// written with --out, and servers in preset mode: the default model's shipped preset applied, and
+// a model without one answered uncalibrated.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { ChoiceAnswer } from '../../src/api/schemas/systemone.js';
 import { LAYOUT_VERSION } from '../../src/decision/prompt.js';
+import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
+import { DEFAULT_MODEL_FILE } from '../helpers/models.js';
 import { modelChecksum } from '../../src/models/checksum.js';
 import { CLI, MODEL_FILE, cannotRun, startServer } from './helpers/server.js';
 
@@ -126,6 +129,38 @@ if (cannotRun) {
     t.match(record.fits, { noul: { method: String } });
     t.notOk(fs.existsSync(empty), 'no data dir was created');
   });
+
+  t.test(
+    '--calibration preset with the default model: its shipped maps are applied and named',
+    { skip: !fs.existsSync(DEFAULT_MODEL_FILE) && 'the default model is not downloaded' },
+    async (t) => {
+      const presetServer = await startServer(t.testdir(), {
+        workers: 0,
+        args: ['--model', DEFAULT_MODEL_FILE, '--calibration', 'preset'],
+        env: { ARBITRA_SELF_TEST: 'off' },
+      });
+      t.teardown(() => presetServer.stop());
+      const key = await presetServer.createKey('preset-default@example.com');
+      const r = await presetServer.call('/v1/systemone', {
+        key: key.secret,
+        body: { state: 'My parcel never arrived.', questions: { team: question }, options: { return_raw_probabilities: true } },
+      });
+      t.equal(r.status, 200, r.text);
+      t.match(r.json.meta, { calibration: 'platt+temperature', calibration_version: `${LAYOUT_VERSION}.${DEFAULT_MODEL.sha256.slice(0, 8)}.preset` });
+      const answer = r.json.answers.team as ChoiceAnswer;
+      t.ok(['high', 'leaning', 'low'].includes(answer.confidence_band!), `band ${answer.confidence_band}`);
+      // The preset's choice map is a temperature below 1: the chosen label's probability rises, the choice stays.
+      t.ok(
+        answer.probabilities[answer.choice]! > answer.raw_probabilities![answer.choice]!,
+        `${answer.raw_probabilities![answer.choice]} → ${answer.probabilities[answer.choice]}`,
+      );
+      t.match(
+        presetServer.log(),
+        new RegExp(`calibration: preset ${LAYOUT_VERSION}\\.\\w+\\.preset \\(noul platt, choice temperature; other types as read\\)`),
+        'the operator is told at start-up',
+      );
+    },
+  );
 
   t.test('--calibration preset with a model that has no preset: answered uncalibrated, meta says none', async (t) => {
     const presetServer = await startServer(t.testdir(), { workers: 0, args: ['--calibration', 'preset'] });
