@@ -113,8 +113,10 @@ class LoadWorker : public Napi::AsyncWorker {
   bool AddLanes() {
     const uint32_t train = static_cast<uint32_t>(std::max(1, llama_model_n_ctx_train(model_)));
     if (cfg_.layout == KvLayout::shared) {
-      // One pool serves every request, the longest included: no long lane.
-      const uint32_t cells = cfg_.kv_cells > 0 ? cfg_.kv_cells : std::min<uint32_t>(train, 32768) + cfg_.n_batch;
+      // One pool serves every request, the longest included: no long lane. By default it holds the
+      // longest prompt the context sizes allow, plus one batch for the decode.
+      const uint32_t longest = std::min({train, 32768u, std::max(cfg_.n_ctx, cfg_.n_ctx_long)});
+      const uint32_t cells = cfg_.kv_cells > 0 ? cfg_.kv_cells : longest + cfg_.n_batch;
       return AddLane(KvLayout::shared, cells, cfg_.n_seq_max, cfg_.n_batch, cfg_.prefix_cache_tokens);
     }
     cfg_.n_ctx_long = std::min(cfg_.n_ctx_long, train);

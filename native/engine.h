@@ -22,17 +22,18 @@ struct EngineConfig {
   uint32_t n_ctx = 4096;  // per sequence
   uint32_t n_batch = 2048;
   uint32_t n_ubatch = 512;
-  uint32_t n_seq_max = 32;
+  uint32_t n_seq_max = 64;
   int32_t n_threads = 0;
   int32_t n_gpu_layers = 0;
   uint32_t prefix_cache_tokens = 4096;
   int32_t flash_attn = -1;    // llama_flash_attn_type: -1 auto, 0 off, 1 on
   bool exact_kernels = true;  // see LaneSpec
-  KvLayout layout = KvLayout::copied;
-  // Shared layout: cells in the pool; 0 = the model's training context (at most 32768) plus one batch.
+  KvLayout layout = KvLayout::shared;
+  // Shared layout: cells in the pool; 0 = the longer of n_ctx and n_ctx_long (at most the model's
+  // training context and 32768) plus one batch.
   uint32_t kv_cells = 0;
-  // Copied layout only. The long lane: a second context whose few sequences each hold up to this many tokens, for the
-  // prompts the main lane cannot hold. 0 (or not above n_ctx) = no long lane.
+  // Copied layout: the long lane, a second context whose few sequences each hold up to this many tokens, for the
+  // prompts the main lane cannot hold; 0 (or not above n_ctx) = no long lane. Shared layout: sizes the pool.
   uint32_t n_ctx_long = 0;
   uint32_t n_seq_long = 2;
   // ScorerOptions::step_target_ms.

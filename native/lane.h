@@ -13,18 +13,20 @@
 namespace arbitra {
 
 enum class KvLayout {
-  // One KV stream per sequence; a branch copies its prefix's whole stream. A branch's cells then sit
-  // exactly where they would if it ran alone, so scores never depend on the load. Memory is
-  // n_ctx × n_seq cells whatever the requests, and every branch pays a copy of its prefix stream.
+  // One KV stream per sequence; a branch copies its prefix's whole stream. Memory is n_ctx × n_seq
+  // cells whatever the requests, every branch pays a copy of its prefix stream, and llama.cpp splits
+  // a step into one micro-batch per group of equal-length sequences. Kept for comparison.
   copied,
   // One pool of cells shared by every sequence; a branch adds its sequence id to its prefix's cells
-  // and adds only its suffix. Memory and work follow the tokens in use, and one request may use the
-  // whole pool, but where a request's cells land depends on what else is in the pool.
+  // and adds only its suffix, and a step is one micro-batch. Memory and work follow the tokens in
+  // use, and one request may use the whole pool. Where a request's cells land depends on what else
+  // is in the pool; with exact kernels attention takes each row's cells in position order, so the
+  // scores do not (the same bits as a stream of its own).
   shared,
 };
 
 struct LaneSpec {
-  KvLayout layout = KvLayout::copied;
+  KvLayout layout = KvLayout::shared;
   // llama.cpp's CPU backend picks its kernels by batch shape (flash attention tiled from 64 query
   // rows and split over the cache for one; repacked weights through a 4-row GEMM or a GEMV by where
   // a row falls), and they round differently: a branch's score then moves with what shares its
@@ -32,7 +34,7 @@ struct LaneSpec {
   // native/patches: one code path for every shape, each row's reductions in a fixed order.
   bool exact_kernels = true;
   uint32_t cells = 4096;  // copied: cells per sequence; shared: cells in the pool
-  uint32_t n_seq = 32;
+  uint32_t n_seq = 64;
   uint32_t n_batch = 2048;
   uint32_t n_ubatch = 512;
   int32_t n_threads = 1;

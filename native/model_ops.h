@@ -18,8 +18,9 @@ class ModelOps {
   // llama_decode's contract: 0 done; 1 no KV slot for the batch, the cache as it was before; other
   // values failures.
   virtual int32_t decode() = 0;
-  // Gives `dst` the cells of `src` (a copy of the stream, or shared cells in a unified cache).
-  virtual void seq_cp(llama_seq_id src, llama_seq_id dst) = 0;
+  // Gives `dst` the cells of `src` before position `until` (-1: all of them): in a shared pool `dst`
+  // joins those cells, in the copied layout it gets a copy of the stream, cut back to `until`.
+  virtual void seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos until) = 0;
   // Removes the sequence's cells from position `from` on; -1 removes them all.
   virtual void seq_rm(llama_seq_id seq, llama_pos from) = 0;
   // The logits of the batch's i-th token, which asked for them.
@@ -27,7 +28,8 @@ class ModelOps {
   virtual int32_t n_vocab() const = 0;
 };
 
-// The model behind a llama_context; the context must outlive it.
-std::unique_ptr<ModelOps> llama_model_ops(llama_context* ctx, int32_t n_batch);
+// The model behind a llama_context; the context must outlive it. `shared_pool`: the context's KV
+// cache is one pool for every sequence (LaneSpec's shared layout).
+std::unique_ptr<ModelOps> llama_model_ops(llama_context* ctx, int32_t n_batch, bool shared_pool);
 
 }  // namespace arbitra

@@ -109,9 +109,10 @@ class FakeModel final : public ModelOps {
     return 0;
   }
 
-  void seq_cp(llama_seq_id src, llama_seq_id dst) override {
+  void seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos until) override {
     if (!seqs[dst].empty()) errors.push_back("sequence " + std::to_string(dst) + " copied into while it holds cells");
     seqs[dst] = seqs[src];
+    if (until >= 0 && static_cast<size_t>(until) < seqs[dst].size()) seqs[dst].resize(static_cast<size_t>(until));
   }
 
   void seq_rm(llama_seq_id seq, llama_pos from) override {

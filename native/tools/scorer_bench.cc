@@ -35,7 +35,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 struct Options {
   std::string model;
-  KvLayout layout = KvLayout::copied;
+  KvLayout layout = KvLayout::shared;
   int32_t gpu_layers = 999;
   int32_t threads = 0;
   uint32_t cells = 0;  // 0: the layout's default
@@ -174,9 +174,10 @@ class Bench {
   const char* layout_name() const { return o_.layout == KvLayout::shared ? "shared" : "copied"; }
   uint32_t seqs() const { return o_.seqs > 0 ? o_.seqs : (o_.quick ? 8 : 32); }
   // The engine's defaults (EngineConfig, LoadWorker); --quick shrinks them for a small CPU.
-  uint32_t default_cells() const {
+  uint32_t default_cells() const { return default_cells(o_.layout); }
+  uint32_t default_cells(KvLayout layout) const {
     if (o_.cells > 0) return o_.cells;
-    if (o_.layout == KvLayout::copied) return o_.quick ? 2048 : 4096;
+    if (layout == KvLayout::copied) return o_.quick ? 2048 : 4096;
     return std::min<uint32_t>(train_, o_.quick ? 8192 : 32768) + kBatch;
   }
 
@@ -187,9 +188,10 @@ class Bench {
   }
 
   // As the engine's AddLane builds them.
-  bool make(uint32_t cells, Lane* lane) const {
+  bool make(uint32_t cells, Lane* lane) const { return make(cells, lane, o_.layout); }
+  bool make(uint32_t cells, Lane* lane, KvLayout layout) const {
     LaneSpec spec;
-    spec.layout = o_.layout;
+    spec.layout = layout;
     spec.cells = cells;
     spec.n_seq = seqs();
     spec.n_batch = kBatch;
@@ -393,7 +395,7 @@ class Bench {
       return alone(lane);
     };
 
-    Result cold_alone, cached_alone, cold_crowded, cached_crowded, cached_head;
+    Result cold_alone, cached_alone, cold_crowded, cached_crowded, cached_head, other_layout;
     {
       Lane lane;
       if (!make(default_cells(), &lane)) return emit(line("determinism").str("error", "llama.cpp could not create the context"));
@@ -412,16 +414,24 @@ class Bench {
       if (!make(default_cells(), &lane)) return emit(line("determinism").str("error", "llama.cpp could not create the context"));
       cached_head = head_cached(lane);
     }
+    {
+      // The same probe in the other layout: a shared pool must give what a stream of its own gives.
+      const KvLayout other = o_.layout == KvLayout::shared ? KvLayout::copied : KvLayout::shared;
+      Lane lane;
+      if (!make(default_cells(other), &lane, other)) return emit(line("determinism").str("error", "llama.cpp could not create the context"));
+      other_layout = alone(lane);
+    }
     const double tolerance = 1e-3;
     const std::pair<const char*, const Result*> cases[] = {{"cold_vs_cached", &cached_alone},
                                                            {"alone_vs_batched", &cold_crowded},
                                                            {"alone_vs_batched_cached", &cached_crowded},
-                                                           {"cold_vs_head_cached", &cached_head}};
+                                                           {"cold_vs_head_cached", &cached_head},
+                                                           {"copied_vs_shared", &other_layout}};
     for (const auto& [name, other] : cases) {
       Line l = line("determinism");
       const std::string which(name);
       l.str("compare", name).num("prefix_tokens", static_cast<double>(prefix)).raw("suffix_tokens", suffix_list);
-      l.num("other_jobs", which == "cold_vs_cached" || which == "cold_vs_head_cached" ? 0 : static_cast<double>(others));
+      l.num("other_jobs", which == "alone_vs_batched" || which == "alone_vs_batched_cached" ? static_cast<double>(others) : 0);
       if (which == "cold_vs_head_cached") l.num("head_tokens", static_cast<double>(head)).num("cached_tokens", static_cast<double>(other->cached));
       const std::string error = !cold_alone.error.empty() ? cold_alone.error : other->error;
       if (!error.empty() || cold_alone.logprobs.size() != other->logprobs.size()) {

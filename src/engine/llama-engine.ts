@@ -7,12 +7,12 @@ import { loadAddon, type NativeEngine, type NativeStats } from './native.js';
 import { cancelledError, EngineError, type EngineErrorCode, type EngineOptions, type ModelFacts } from './types.js';
 
 export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
-  kvLayout: 'copied',
+  kvLayout: 'shared',
   kvCells: 0,
   contextSize: 4096,
   batchSize: 2048,
   microBatchSize: 512,
-  maxSequences: 32,
+  maxSequences: 64,
   longContextSize: 32768,
   longSequences: 2,
   threads: 0,

@@ -14,7 +14,7 @@ const MODEL = TEST_MODEL;
 const FTYPE_Q4_K_M = 15;
 
 const header = readGgufHeader(MODEL);
-const engine = await LlamaEngine.load(MODEL, { threads: 2, contextSize: 1024, maxSequences: 6 });
+const engine = await LlamaEngine.load(MODEL, { threads: 2, contextSize: 1024, longContextSize: 0, maxSequences: 6 });
 t.teardown(() => engine.close());
 const facts = engine.facts;
 
@@ -71,7 +71,9 @@ t.test('facts about the file, the build and the options', async (t) => {
   const commit = execFileSync('git', ['-C', 'deps/llama.cpp', 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   t.equal(facts.llamaBuild, `${info.tag}-${commit}`, 'llama.cpp build id is the pinned tag and the source commit');
   t.equal(facts.threads, 2);
-  t.equal(facts.contextSize, 1024, 'context size is per sequence');
+  t.equal(facts.contextSize, 1024, 'the longest prompt is --ctx-size');
+  t.equal(facts.kvLayout, 'shared', 'one pool is the default');
+  t.equal(facts.kvCells, 1024 + 2048, 'the pool holds the longest prompt plus one batch');
   t.equal(facts.maxSequences, 6);
 });
 

@@ -1,6 +1,6 @@
 // The shared KV layout on the real addon and model: one pool of cells sized by --kv-cells, more
-// concurrent prefixes than the pool holds all scored, and a prompt past the pool refused by name. Its scores may move with the load (see the
-// KV layout in docs/architecture.md), so only what it promises is held here.
+// concurrent prefixes than the pool holds all scored, a prompt past the pool refused by name, and
+// scores bit for bit those of a KV stream of its own, however the pool is shared.
 import t from 'tap';
 import { LlamaEngine } from '../../src/engine/llama-engine.js';
 import { loadConfig } from '../../src/config.js';
@@ -64,6 +64,34 @@ t.test('prefixes that together outgrow the pool wait for room instead of failing
     Array(6).fill('scored'),
   );
   t.equal(engine.stats().queueDepth, 0);
+});
+
+t.test('shared == copied == alone: a crowded pool gives the bits a stream of its own gives', async (t) => {
+  const copied = await LlamaEngine.load(TEST_MODEL, {
+    threads: 2,
+    kvLayout: 'copied',
+    contextSize: 1024,
+    longContextSize: 0,
+    batchSize: BATCH,
+    maxSequences: 4,
+    prefixCacheTokens: 0,
+  });
+  t.teardown(() => copied.close());
+  const probe = prefixOf(300, 7);
+  const branches = [
+    { suffix, candidates },
+    { suffix: engine.tokenize('\nReply in one word:'), candidates },
+  ];
+  const bits = (rows: Float32Array[]) => rows.map((row) => Array.from(new Uint32Array(row.buffer, row.byteOffset, row.length)));
+  const alone = bits((await copied.score(probe, branches)).logprobs);
+  // The probe in the middle of other prompts of other lengths, so its cells land among theirs and
+  // its rows share decodes with theirs; twice, beside different neighbours.
+  for (const seed of [40, 50]) {
+    const others = [130, 610, 45, 999].map((n, i) => engine.score(prefixOf(n, seed + i), [{ suffix, candidates }]));
+    const crowded = engine.score(probe, branches);
+    await Promise.all(others);
+    t.same(bits((await crowded).logprobs), alone, `beside neighbours ${seed}: shared pool, crowded == copied layout, alone`);
+  }
 });
 
 t.test('a prompt past the pool is refused with context_exceeded', async (t) => {
