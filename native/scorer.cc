@@ -356,7 +356,7 @@ int32_t Scorer::tokens_in_time(size_t planned_rows, size_t more_rows) const {
 bool Scorer::place_prefix_chunk(ScoreJob* job, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned) {
   PrefixEntry* e = job->entry;
   const size_t left = e->tokens.size() - e->decoded;
-  const auto in_time = static_cast<size_t>(tokens_in_time(planned.size(), 0));
+  const auto in_time = static_cast<size_t>(tokens_in_time(rows(planned), 0));
   // A sliver of a prefix beside other work costs a decode's overhead for little progress.
   if (in_time < std::min(left, kMinChunk)) return false;
   // The batch-invariant kernels make any cut safe: a chunk takes what is left of the batch.
@@ -378,19 +378,66 @@ bool Scorer::place_prefix_chunk(ScoreJob* job, int32_t& budget, Stepped& stepped
   // the same request's work, so the step target does not hold it back: a one-question request
   // stays one decode.
   const int32_t n = static_cast<int32_t>(job->branches[0].suffix.size());
-  if (n <= budget) place_branch(job, e->seq, true, budget, planned);
+  if (n <= budget && branch_piece(static_cast<size_t>(n)) == static_cast<size_t>(n)) {
+    place_branch(job, 0, 0, n, e->seq, true, budget, planned);
+    job->next_branch = 1;
+  }
   return true;
 }
 
+size_t Scorer::branch_piece(size_t left) const {
+  if (!cost_.known() || cost_.per_token_ms <= 0) return left;
+  // The longest piece a branch may be: what twice the step target buys in a decode of its own.
+  const double alone = 2.0 * opts_.step_target_ms - cost_.of(0, 1.0);
+  const size_t longest = std::max(kMinChunk, alone <= 0 ? size_t{0} : static_cast<size_t>(alone / cost_.per_token_ms));
+  if (left <= longest) return left;
+  const size_t chunks = (left + longest - 1) / longest;
+  return (left + chunks - 1) / chunks;
+}
+
+int32_t Scorer::branch_take(size_t left, int32_t budget, size_t planned_rows) const {
+  if (left == 0 || budget <= 0) return 0;
+  const size_t take = branch_piece(left);
+  if (cost_.known()) {
+    // Beside other pieces, the step target bounds what it may add.
+    if (batch_.n_tokens > 0) {
+      const int32_t room = tokens_in_time(planned_rows, take == left ? 1 : 0);
+      if (static_cast<size_t>(std::max(0, room)) < take) return 0;
+    }
+  }
+  // A piece that does not fit what is left of the batch waits for the next decode.
+  return take <= static_cast<size_t>(budget) ? static_cast<int32_t>(take) : 0;
+}
+
+size_t Scorer::rows(const std::vector<Planned>& planned) {
+  return static_cast<size_t>(std::count_if(planned.begin(), planned.end(), [](const Planned& p) { return p.last(); }));
+}
+
 bool Scorer::place_next_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned) {
-  const int32_t n = static_cast<int32_t>(job->branches[job->next_branch].suffix.size());
-  if (n > budget || n > tokens_in_time(planned.size(), 1)) return false;
+  const size_t branch = job->next_branch;
+  const size_t n = job->branches[branch].suffix.size();
+  const int32_t take = branch_take(n, budget, rows(planned));
+  if (take == 0) return false;
   llama_seq_id seq;
   if (!alloc_seq(&seq)) return false;
   // Copied layout: the prefix's stream is copied into the branch's before the next decode.
   // Shared: the branch's sequence joins the prefix's cells.
   model_->seq_cp(job->entry->seq, seq, -1);
-  place_branch(job, seq, false, budget, planned);
+  place_branch(job, branch, 0, take, seq, false, budget, planned);
+  job->next_branch++;
+  if (static_cast<size_t>(take) < n) {
+    job->open_seq = seq;
+    job->open_branch = branch;
+    job->open_done = 0;  // counted when the decode succeeds
+  }
+  return true;
+}
+
+bool Scorer::place_open_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned) {
+  const size_t left = job->branches[job->open_branch].suffix.size() - job->open_done;
+  const int32_t take = branch_take(left, budget, rows(planned));
+  if (take == 0) return false;
+  place_branch(job, job->open_branch, job->open_done, take, job->open_seq, false, budget, planned);
   return true;
 }
 
@@ -410,6 +457,9 @@ bool Scorer::place_piece(uint64_t tenant, int32_t& budget, Stepped& stepped, std
     if (e->decoded < e->tokens.size()) {
       // Another job sharing this prefix may have put its next chunk in this decode already.
       placed = e->step_begin < 0 && place_prefix_chunk(job, budget, stepped, planned);
+    } else if (job->open_seq >= 0) {
+      // A branch cut into chunks goes on before the job opens another.
+      placed = place_open_branch(job, budget, planned);
     } else if (job->next_branch < job->branches.size()) {
       // Branches start once the whole prefix is in the KV cache: they copy it rather than give the
       // prefix tokens several sequence ids, which llama.cpp's batch splitting handles poorly.
@@ -448,19 +498,22 @@ bool Scorer::next_tenant(const std::vector<uint64_t>& closed, uint64_t* tenant) 
   return found;
 }
 
-void Scorer::place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned) {
-  const Branch& b = job->branches[job->next_branch];
-  const int32_t n = static_cast<int32_t>(b.suffix.size());
-  const size_t start = job->entry->tokens.size();
-  for (int32_t i = 0; i < n; ++i) {
-    batch_add(batch_, b.suffix[static_cast<size_t>(i)], static_cast<llama_pos>(start + static_cast<size_t>(i)), seq, i == n - 1);
+void Scorer::place_branch(ScoreJob* job, size_t branch, size_t from, int32_t count, llama_seq_id seq, bool fused, int32_t& budget,
+                          std::vector<Planned>& planned) {
+  const Branch& b = job->branches[branch];
+  const bool last = from + static_cast<size_t>(count) == b.suffix.size();
+  const size_t start = job->entry->tokens.size() + from;
+  for (int32_t i = 0; i < count; ++i) {
+    batch_add(batch_, b.suffix[from + static_cast<size_t>(i)], static_cast<llama_pos>(start + static_cast<size_t>(i)), seq, last && i == count - 1);
   }
-  Planned p{job, job->next_branch, seq, batch_.n_tokens - 1};
+  Planned p{job, branch, seq};
+  p.from = from;
+  p.count = count;
+  p.logits_index = last ? batch_.n_tokens - 1 : -1;
   p.fused = fused;
   planned.push_back(p);
-  budget -= n;
-  job->evaluated += n;
-  job->next_branch++;
+  budget -= count;
+  job->evaluated += count;
 }
 
 bool Scorer::step() {
@@ -475,7 +528,7 @@ bool Scorer::step() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stats_.step_tokens = static_cast<uint64_t>(batch_.n_tokens);
-    stats_.step_rows = planned.size();
+    stats_.step_rows = rows(planned);
   }
   const auto started = std::chrono::steady_clock::now();
   const int32_t rc = model_->decode();
@@ -499,9 +552,9 @@ bool Scorer::step() {
   // log-softmax. A lane's first decode also pages the weights in (or warms the GPU): it says
   // nothing of the next ones.
   if (decodes_seen_++ > 0)
-    cost_model_.observe(batch_.n_tokens, static_cast<int64_t>(planned.size()), std::chrono::duration<double, std::milli>(read - planning).count());
+    cost_model_.observe(batch_.n_tokens, static_cast<int64_t>(rows(planned)), std::chrono::duration<double, std::milli>(read - planning).count());
   cost_ = cost_model_.cost();
-  count_step(decode_s, std::chrono::duration<double>(read - decoded).count(), planned.size());
+  count_step(decode_s, std::chrono::duration<double>(read - decoded).count(), rows(planned));
   finish(take_active([](const ScoreJob& j) { return j.branches_done == j.branches.size(); }));
   return true;
 }
@@ -515,7 +568,7 @@ void Scorer::plan_batch(Stepped& stepped, std::vector<Planned>& planned) {
   // the next decode whatever another tenant has queued, and no decode runs past the step target.
   std::vector<uint64_t> closed;  // tenants with nothing more that fits this decode
   uint64_t tenant = 0;
-  while (budget > 0 && tokens_in_time(planned.size(), 0) > 0 && next_tenant(closed, &tenant)) {
+  while (budget > 0 && tokens_in_time(rows(planned), 0) > 0 && next_tenant(closed, &tenant)) {
     if (place_piece(tenant, budget, stepped, planned)) {
       tenant_served_[tenant] = ++serve_clock_;
     } else {
@@ -539,9 +592,12 @@ void Scorer::end_prefix_chunks(const Stepped& stepped, bool decoded) {
 void Scorer::undo_failed_decode(int32_t rc, const std::vector<Planned>& planned, double decode_s) {
   // The KV cache is back to its state before the call: undo this step's bookkeeping.
   for (const Planned& p : planned) {
+    p.job->evaluated -= p.count;
+    // A later chunk of an open branch: its earlier chunks stay in the cache, and it is tried again.
+    if (p.from > 0) continue;
     if (!p.fused) free_seq(p.seq);
+    if (p.job->open_seq == p.seq) p.job->open_seq = -1;
     p.job->next_branch = std::min(p.job->next_branch, p.branch);
-    p.job->evaluated -= static_cast<int64_t>(p.job->branches[p.branch].suffix.size());
   }
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -560,6 +616,11 @@ void Scorer::undo_failed_decode(int32_t rc, const std::vector<Planned>& planned,
 
 void Scorer::read_out(const std::vector<Planned>& planned) {
   for (const Planned& p : planned) {
+    if (!p.last()) {
+      p.job->open_done = p.from + static_cast<size_t>(p.count);
+      continue;
+    }
+    if (p.job->open_seq == p.seq) p.job->open_seq = -1;
     const float* logits = model_->logits(p.logits_index);
     const double log_z = log_sum_exp(logits, n_vocab_);
     const Branch& b = p.job->branches[p.branch];
@@ -587,12 +648,22 @@ void Scorer::count_step(double decode_s, double readout_s, size_t branches) {
   stats_.last_batch_tokens = static_cast<uint64_t>(batch_.n_tokens);
   stats_.last_batch_branches = branches;
   stats_.cost = cost_;
+  stats_.kv_cells_peak = std::max(stats_.kv_cells_peak, cells_held() + static_cast<uint64_t>(batch_.n_tokens));
+}
+
+uint64_t Scorer::cells_held() const {
+  uint64_t held = 0;
+  for (const auto& e : prefixes_) held += e.decoded;
+  return held;
 }
 
 void Scorer::finish(std::vector<std::unique_ptr<ScoreJob>> jobs) {
   for (auto& job : jobs) {
     if (job->entry != nullptr) release_prefix(job->entry);
     job->entry = nullptr;
+    // A cancelled or failed job may hold a branch cut into chunks.
+    if (job->open_seq >= 0) free_seq(job->open_seq);
+    job->open_seq = -1;
   }
   trim_cache();
   // Counters first, callbacks second: a caller reading stats() after its promise resolved sees
@@ -602,6 +673,7 @@ void Scorer::finish(std::vector<std::unique_ptr<ScoreJob>> jobs) {
     stats_.jobs_done += jobs.size();
     stats_.queue_depth = incoming_.size() + active_.size();
     stats_.cached_prefixes = prefixes_.size();
+    stats_.kv_cells_held = cells_held();
   }
   for (auto& job : jobs) {
     auto done = std::move(job->on_done);
@@ -633,6 +705,11 @@ std::vector<std::string> Scorer::audit() const {
     const bool known = job->entry == nullptr || std::any_of(prefixes_.begin(), prefixes_.end(), [&job](const PrefixEntry& e) { return &e == job->entry; });
     if (!known) broken.push_back("a job uses a prefix that is no longer held");
     if (job->branches_done > job->next_branch || job->next_branch > job->branches.size()) broken.push_back("a job's branch counts are out of order");
+    if (job->open_seq >= 0) {
+      seqs.push_back(job->open_seq);
+      if (job->open_branch >= job->next_branch || job->open_done == 0 || job->open_done >= job->branches[job->open_branch].suffix.size())
+        broken.push_back("a job's open branch is out of order");
+    }
   }
   if (in_use > prefix_slots()) broken.push_back(std::to_string(in_use) + " prefixes in use, more than the " + std::to_string(prefix_slots()) + " slots");
   std::sort(seqs.begin(), seqs.end());
@@ -640,7 +717,7 @@ std::vector<std::string> Scorer::audit() const {
     if (i > 0 && seqs[i] == seqs[i - 1]) broken.push_back("sequence " + std::to_string(seqs[i]) + " is held twice");
   }
   if (seqs.size() != opts_.n_seq_max)
-    broken.push_back(std::to_string(seqs.size()) + " sequences are free or a prefix's, of " + std::to_string(opts_.n_seq_max));
+    broken.push_back(std::to_string(seqs.size()) + " sequences are free, a prefix's or an open branch's, of " + std::to_string(opts_.n_seq_max));
   return broken;
 }
 

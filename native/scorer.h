@@ -54,6 +54,11 @@ struct ScoreJob {
   PrefixEntry* entry = nullptr;
   size_t next_branch = 0;
   size_t branches_done = 0;
+  // A branch too long for one step is decoded in chunks and holds its sequence between them:
+  // which branch (below next_branch), its sequence (-1: none open) and its suffix tokens decoded.
+  llama_seq_id open_seq = -1;
+  size_t open_branch = 0;
+  size_t open_done = 0;
   // When a piece of it (a prefix chunk or a branch) last went into a batch, on the scorer's serve
   // clock; its arrival counts as one, so a job that just came waits its turn behind those waiting
   // longer instead of ahead of every job already served.
@@ -90,6 +95,11 @@ struct ScorerStats {
   uint64_t last_batch_branches = 0;
   uint64_t queue_depth = 0;
   uint64_t cached_prefixes = 0;
+  // KV cells the prefixes hold between decodes, and the most any decode used (those plus its
+  // tokens); a head shared by cell reference is counted once per prefix that holds it, so these are
+  // upper bounds. Memory in use follows these, not the pool's size.
+  uint64_t kv_cells_held = 0;
+  uint64_t kv_cells_peak = 0;
   // Time in llama_decode, and reading branches' log-probs out of its logits: where a request's
   // engine time goes, next to what the rest of the service adds.
   double decode_seconds = 0;
@@ -114,6 +124,8 @@ struct ScorerStats {
     last_batch_branches = std::max(last_batch_branches, o.last_batch_branches);
     queue_depth += o.queue_depth;
     cached_prefixes += o.cached_prefixes;
+    kv_cells_held += o.kv_cells_held;
+    kv_cells_peak += o.kv_cells_peak;
     decode_seconds += o.decode_seconds;
     readout_seconds += o.readout_seconds;
     // The lane that has decoded most speaks for the engine's cost.
@@ -156,10 +168,15 @@ class Scorer {
     ScoreJob* job;
     size_t branch;
     llama_seq_id seq;
-    int32_t logits_index;
+    // The suffix tokens [from, from + count) of the branch; the last chunk asks for logits at its
+    // last token (logits_index), an earlier one for none (-1).
+    size_t from = 0;
+    int32_t count = 0;
+    int32_t logits_index = -1;
     // Decoded in the prefix's own sequence right behind its last chunk: its cells are trimmed off
     // the prefix afterwards instead of freeing a sequence.
     bool fused = false;
+    bool last() const { return logits_index >= 0; }
   };
   // Entries whose next tokens are in the batch being built, and the job charged for them.
   using Stepped = std::vector<std::pair<PrefixEntry*, ScoreJob*>>;
@@ -198,12 +215,24 @@ class Scorer {
   // one-question request takes one decode.
   bool place_prefix_chunk(ScoreJob* job, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned);
   bool place_next_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned);
+  // The next chunk of the job's open branch.
+  bool place_open_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned);
+  // How many of a branch's `left` suffix tokens go into this decode (0: they do not fit beside what
+  // is planned, or what is left of the batch). A branch that alone would take more than twice the step target is cut into the
+  // fewest equal chunks that each take at most that, so a request arriving behind it waits for a
+  // short decode; below that a cut would cost a decode's fixed cost for little.
+  int32_t branch_take(size_t left, int32_t budget, size_t planned_rows) const;
+  // The piece of a branch's `left` tokens that may go into one decode, by that rule alone.
+  size_t branch_piece(size_t left) const;
   void forget_idle_tenants();
   // The tenant served least recently among those with work and not closed for this decode.
   bool next_tenant(const std::vector<uint64_t>& closed, uint64_t* tenant);
-  // Appends the job's next branch to the batch in sequence `seq`, positions following its prefix,
-  // with logits at its last token, and charges it to the job.
-  void place_branch(ScoreJob* job, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned);
+  // Appends `count` suffix tokens of the branch from `from` on to the batch in sequence `seq`,
+  // positions following its prefix, with logits at the suffix's last token if they reach it, and
+  // charges them to the job.
+  void place_branch(ScoreJob* job, size_t branch, size_t from, int32_t count, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned);
+  // Logits rows of the planned pieces (a branch's last chunk has one, an earlier chunk none).
+  static size_t rows(const std::vector<Planned>& planned);
   PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
   // The prefix with exactly these tokens that jobs are using now; nullptr when none is.
   PrefixEntry* prefix_in_use(const std::vector<llama_token>& tokens);
@@ -216,6 +245,8 @@ class Scorer {
   // (then cleared); false when the prefixes in use leave no room.
   bool make_room(size_t need, PrefixEntry*& donor);
   void release_prefix(PrefixEntry* entry);
+  // KV cells the prefixes hold (see ScorerStats::kv_cells_held).
+  uint64_t cells_held() const;
   bool alloc_seq(llama_seq_id* out);
   void free_seq(llama_seq_id seq);
   bool evict_one_idle(const PrefixEntry* keep);

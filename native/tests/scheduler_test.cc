@@ -329,6 +329,35 @@ void test_cancelled_job_releases_everything() {
   rig.check_results();
 }
 
+// A branch whose decode alone would take more than twice the step target is cut into chunks, as
+// prefixes are: the decodes that carry it stay short, it scores as if decoded whole, and a job
+// cancelled between its chunks hands the sequence back.
+void test_long_branch_is_cut_into_chunks() {
+  ScorerOptions o;
+  o.n_seq_max = 8;
+  o.step_target_ms = 0.4;  // the rig's model then takes 20 us a token: about 40 tokens a chunk
+  Rig rig(o);
+  for (int i = 0; i < 12; ++i) rig.submit(i, tokens({3}, 10 + 7 * i, 20 + i), branches(1 + i % 3, i, 2 + i % 5), 1);
+  rig.drain();
+  check(rig.scorer->stats().cost.known(), "the cost is measured before the long branch comes");
+  const size_t longest_before = rig.model->tokens_per_decode.size();
+  rig.submit(100, tokens({3}, 20, 40), branches(2, 41, 300), 2);
+  rig.drain();
+  int32_t widest = 0;
+  for (size_t i = longest_before; i < rig.model->tokens_per_decode.size(); ++i) widest = std::max(widest, rig.model->tokens_per_decode[i]);
+  check(widest < 300, "a decode carried " + std::to_string(widest) + " tokens of a 300-token branch");
+  check(rig.done[100] && rig.done[100]->error.empty(), "the job with long branches finished");
+  check(rig.done[100] && rig.done[100]->evaluated + rig.done[100]->cached == 21 + 2 * 300, "every token was charged once");
+
+  auto flag = rig.submit(101, tokens({3}, 20, 42), branches(1, 43, 300), 3);
+  rig.step();  // its prefix with nothing behind it: the branch is too long to ride along
+  rig.step();  // the branch's first chunk
+  flag->store(true);
+  rig.drain();  // the audit after every step counts the open branch's sequence back as free
+  check(rig.done[101] && rig.done[101]->error_code == std::string("cancelled"), "the job cancelled between chunks reports cancelled");
+  rig.check_results();
+}
+
 void test_waiting_on_a_head_whose_decoder_is_cancelled() {
   // B's prefix extends A's, which is still decoding: B waits for it rather than decode the head
   // twice. A is cancelled mid-way; B must still run, from what A left cached.
@@ -457,6 +486,7 @@ int main() {
       {"a new state is not starved by another tenant's cached stream", test_no_starvation_other_tenant},
       {"a stream of new jobs cannot starve an old one", test_stream_of_new_jobs_cannot_starve_an_old_one},
       {"a cancelled job releases its prefix and sequences", test_cancelled_job_releases_everything},
+      {"a long branch is cut into chunks", test_long_branch_is_cut_into_chunks},
       {"a job waiting on a head whose decoder is cancelled still runs", test_waiting_on_a_head_whose_decoder_is_cancelled},
       {"random load keeps every invariant", test_random_load_keeps_every_invariant},
       {"a failed decode fails its jobs and leaves the scorer whole", test_decode_failure_fails_jobs_and_leaves_scorer_whole},
