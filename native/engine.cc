@@ -555,6 +555,8 @@ Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   o.Set("lastBatchBranches", static_cast<double>(s.last_batch_branches));
   o.Set("queueDepth", static_cast<double>(s.queue_depth));
   o.Set("cachedPrefixes", static_cast<double>(s.cached_prefixes));
+  o.Set("kvCellsHeld", static_cast<double>(s.kv_cells_held));
+  o.Set("kvCellsPeak", static_cast<double>(s.kv_cells_peak));
   o.Set("decodeSeconds", s.decode_seconds);
   o.Set("readoutSeconds", s.readout_seconds);
   Napi::Object cost = Napi::Object::New(env);

@@ -19,6 +19,9 @@ export interface NativeStats {
   lastBatchBranches: number;
   queueDepth: number;
   cachedPrefixes: number;
+  /** KV cells the prefixes hold between decodes, and the most a decode has used; upper bounds (a head shared by cell reference counts once per prefix). */
+  kvCellsHeld: number;
+  kvCellsPeak: number;
   /** Seconds spent in llama_decode, and reading branches' log-probs out of its logits. */
   decodeSeconds: number;
   readoutSeconds: number;

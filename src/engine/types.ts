@@ -20,23 +20,31 @@ export type Kernels = 'exact' | 'fast';
 
 export interface EngineOptions {
   kvLayout: KvLayout;
-  /** Shared layout: cells in the pool; 0 = the model's training context (at most 32768) plus one batch. */
+  /**
+   * Shared layout: cells in the pool; 0 = the longer of contextSize and longContextSize (at most the
+   * model's training context and 32768) plus one batch.
+   */
   kvCells: number;
   /**
    * Copied layout: KV cells of each sequence, the longest prompt (prefix + one suffix) the main lane
-   * can score. Every sequence has its own KV stream, so memory grows with contextSize × maxSequences.
+   * can score; every sequence has its own KV stream, so memory grows with contextSize × maxSequences.
+   * Shared layout: with longContextSize, sizes the pool.
    */
   contextSize: number;
   /** Most tokens handed to one llama_decode call. */
   batchSize: number;
   /** Physical micro-batch size inside a decode. */
   microBatchSize: number;
-  /** Parallel sequences: one per cached or active prefix plus one per branch in flight. */
+  /**
+   * Parallel sequences: one per cached or active prefix plus one per branch in flight. In the shared
+   * layout they bound concurrency, not memory.
+   */
   maxSequences: number;
   /**
-   * Tokens per sequence of the long lane, a second KV cache with few sequences for prompts longer
-   * than contextSize (capped at the model's training context); 0 = none. Short requests never
-   * touch it, so they keep contextSize's many small, cheap-to-copy streams.
+   * Copied layout: tokens per sequence of the long lane, a second KV cache with few sequences for
+   * prompts longer than contextSize (capped at the model's training context); 0 = none. Short
+   * requests never touch it, so they keep contextSize's many small, cheap-to-copy streams. Shared
+   * layout: the longest prompt the pool holds by default (see kvCells).
    */
   longContextSize: number;
   /** Sequences of the long lane (copied layout): long prompts are scored one prefix at a time. */

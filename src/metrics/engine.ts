@@ -68,6 +68,8 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
     (s) => s.cost.perRowMs,
   );
   fromStats('arbitra_engine_cached_prefixes', 'Prefixes kept in the KV cache', (s) => s.cachedPrefixes);
+  fromStats('arbitra_engine_kv_cells_held', 'KV cells the cached and active prefixes hold between decodes (an upper bound)', (s) => s.kvCellsHeld);
+  fromStats('arbitra_engine_kv_cells_peak', 'Most KV cells a decode has used since the engine started (an upper bound)', (s) => s.kvCellsPeak);
   fromStats('arbitra_engine_decode_seconds_total', 'Seconds spent in llama_decode since the engine started', (s) => s.decodeSeconds);
   fromStats('arbitra_engine_readout_seconds_total', 'Seconds spent reading log-probs out of the logits since the engine started', (s) => s.readoutSeconds);
   new Gauge({

@@ -105,8 +105,8 @@ t.test('bad input is rejected with a coded error and the engine keeps working', 
   t.ok(r.logprobs[0]!.every((lp) => Number.isFinite(lp) && lp < 0));
 });
 
-t.test('the long lane takes what the main lane cannot hold, and only that', async (t) => {
-  const laned = await LlamaEngine.load(MODEL, { ...SMALL, longContextSize: 1024, longSequences: 2 });
+t.test('copied layout: the long lane takes what the main lane cannot hold, and only that', async (t) => {
+  const laned = await LlamaEngine.load(MODEL, { ...SMALL, kvLayout: 'copied', longContextSize: 1024, longSequences: 2 });
   t.teardown(() => laned.close());
   const { contextSize, longContextSize, longSequences } = laned.facts;
   t.equal(longSequences, 2);
