@@ -10,8 +10,8 @@
 // them: `npm run bench:quality` with BENCH_MODELS set to the pulled name measures it.
 //
 // Memory: the file (weights, all layers offloaded) + the KV cache, one f16 K and V row per layer per
-// cell (`layers × KV heads × head size × 2 × 2 bytes` a cell) for the cells the copied layout holds
-// (`--max-sequences × --ctx-size` plus the long lane's `2 × --long-ctx-size`) + a fixed 1.5 GiB for
+// cell (`layers × KV heads × head size × 2 × 2 bytes` a cell) for the cells of the shared pool
+// (`--kv-cells`; the sequences share it, so `--max-sequences` costs no memory) + a fixed 1.5 GiB for
 // the CUDA context and compute buffers (an assumption, not a measurement).
 
 export interface Recommendation {
@@ -178,42 +178,33 @@ export function kvBytesPerCell(r: Recommendation): number {
 
 export interface EngineFit {
   maxSequences: number;
-  ctxSize: number;
-  /** 0: no long lane. */
-  longCtxSize: number;
-  cells: number;
+  /** Cells of the shared KV pool. */
+  kvCells: number;
   /** File + KV + overhead. */
   totalBytes: number;
 }
 
-const CTX_SIZE = 4096;
-
-/** The cells the copied layout holds with these settings (the main lane and a long lane of 2). */
-function cellsOf(maxSequences: number, longCtx: number): number {
-  return maxSequences * CTX_SIZE + 2 * longCtx;
-}
+// Every recommendation serves 64 sequences at once (a 4-question × 4-pass decision takes 17): in
+// the shared pool they share the cells, so they cost no memory of their own.
+const SEQUENCES = 64;
+// The pool holds at least one 4,096-token prompt and a batch beside it, and at most 64 such prompts.
+const MIN_CELLS = 4096 + 2048;
+const MAX_CELLS = 64 * 4096;
 
 /**
- * The most the service can run with this model in `memoryBytes`: up to 32 sequences of 4096 cells
- * (the defaults), a long lane of 2 × 16384 when at least 4 sequences fit beside it; null when not
- * even one sequence fits.
+ * The most the service can run with this model in `memoryBytes`: 64 sequences over the largest
+ * pool that fits (in steps of 1,024 cells, up to 64 × 4,096); null when not even one 4,096-token
+ * prompt and a batch fit.
  */
 export function engineFit(r: Recommendation, memoryBytes: number): EngineFit | null {
   const free = memoryBytes - estimatedFileBytes(r) - OVERHEAD_BYTES;
   const perCell = kvBytesPerCell(r);
-  const longCtx = Math.min(16384, r.trainContext);
-  for (const long of [longCtx, 0]) {
-    for (const seqs of [32, 16, 8, 4, 2, 1]) {
-      if (long > 0 && seqs < 4) break;
-      const cells = cellsOf(seqs, long);
-      if (cells * perCell <= free)
-        return { maxSequences: seqs, ctxSize: CTX_SIZE, longCtxSize: long, cells, totalBytes: estimatedFileBytes(r) + cells * perCell + OVERHEAD_BYTES };
-    }
-  }
-  return null;
+  const kvCells = Math.min(MAX_CELLS, Math.floor(free / perCell / 1024) * 1024);
+  if (kvCells < MIN_CELLS) return null;
+  return { maxSequences: SEQUENCES, kvCells, totalBytes: estimatedFileBytes(r) + kvCells * perCell + OVERHEAD_BYTES };
 }
 
 /** The `arbitra serve` flags of a fit. */
 export function serveFlags(fit: EngineFit): string {
-  return `--max-sequences ${fit.maxSequences} --ctx-size ${fit.ctxSize} --long-ctx-size ${fit.longCtxSize}`;
+  return `--max-sequences ${fit.maxSequences} --kv-cells ${fit.kvCells}`;
 }

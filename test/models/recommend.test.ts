@@ -24,13 +24,15 @@ t.test('every recommendation fits the GPU it is recommended for, and not one cla
     const fit = engineFit(r, r.gpuGiB * GiB);
     t.ok(fit, `${r.name} fits ${r.gpuGiB} GiB`);
     t.ok(fit!.totalBytes <= r.gpuGiB * GiB, `${r.name}: ${(fit!.totalBytes / GiB).toFixed(1)} GiB`);
-    t.equal(fit!.totalBytes, estimatedFileBytes(r) + fit!.cells * kvBytesPerCell(r) + OVERHEAD_BYTES);
+    t.equal(fit!.totalBytes, estimatedFileBytes(r) + fit!.kvCells * kvBytesPerCell(r) + OVERHEAD_BYTES, 'file + the shared pool + overhead');
+    t.ok(fit!.maxSequences >= 64, `${r.name}: at least 64 sequences at once`);
+    t.ok(fit!.kvCells >= 4096 + 2048, `${r.name}: the pool holds a 4,096-token prompt and a batch`);
     const below = classes[classes.indexOf(r.gpuGiB) - 1];
     if (below) t.notOk(engineFit(r, (below * GiB) / 2), `${r.name} does not fit half of ${below} GiB`);
     t.equal(r.quality, 'not measured here', 'no invented quality figures');
     t.equal(expectedName(parseModelRef(r.ref)!), r.name, `${r.ref} is pulled as ${r.name}`);
   }
-  t.equal(serveFlags(engineFit(byName('llama-3.3-70b-instruct-q6_k'), 80 * GiB)!), '--max-sequences 8 --ctx-size 4096 --long-ctx-size 16384');
+  t.equal(serveFlags(engineFit(byName('llama-3.3-70b-instruct-q6_k'), 80 * GiB)!), '--max-sequences 64 --kv-cells 79872');
   t.equal(engineFit(byName('llama-3.3-70b-instruct-q4_k_m'), 24 * GiB), null, 'a 70B model does not fit 24 GiB');
 });
 
