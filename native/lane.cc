@@ -19,6 +19,11 @@ int64_t meta_int(const llama_model* model, const std::string& key, int64_t fallb
 llama_model* load_model(const std::string& path, int32_t n_gpu_layers) {
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = n_gpu_layers;
+  // Without a GPU the weights are repacked into buffers of their own; a mapped file would stay
+  // resident beside them (about the model's size again), so the file is read instead.
+  bool gpu = false;
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) gpu = gpu || ggml_backend_dev_type(ggml_backend_dev_get(i)) == GGML_BACKEND_DEVICE_TYPE_GPU;
+  if (!gpu || n_gpu_layers == 0) mp.load_mode = LLAMA_LOAD_MODE_NONE;
   return llama_model_load_from_file(path.c_str(), mp);
 }
 

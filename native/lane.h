@@ -57,7 +57,7 @@ struct Lane {
 };
 
 // Loads a GGUF; nullptr when llama.cpp refuses it. CPU weights are repacked where llama.cpp can
-// (the batch-invariant kernels keep the repacked GEMM for every row).
+// (the batch-invariant kernels keep the repacked GEMM for every row), and read rather than mapped.
 llama_model* load_model(const std::string& path, int32_t n_gpu_layers);
 
 // Creates the context and starts its scorer; false (and `out` untouched) when llama.cpp cannot
