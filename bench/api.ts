@@ -4,6 +4,7 @@
 // the same load generator. The three servers run side by side and take turns on each cell in short
 // rounds, so that the machine's drift in speed falls on all of them alike. Writes bench/out/api.json
 // and the API section of bench/RESULTS.md.
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
@@ -15,6 +16,7 @@ import { startLlamaServer } from './lib/llama-server.js';
 import { poolRounds, runRound, turnOrder, type LoadResult, type LoadRound } from './lib/load.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { freePort, serve } from './lib/serve.js';
+import { largestInGroup, mib, rssBytes } from './lib/memory.js';
 import { ms } from './lib/stats.js';
 import { WORKLOADS, WORKLOAD_NAMES, TICKET, type Workload } from './lib/workloads.js';
 
@@ -73,11 +75,13 @@ async function promptsFor(body: object, engine: LocalEngine): Promise<Prompts> {
 interface Side {
   name: string;
   command: string;
+  /** Resident memory of the process that holds the model, now. */
+  residentMiB(): number;
   decide(w: Workload): Promise<boolean>;
   stop(): Promise<void>;
 }
 
-async function arbitraSide(kernels: 'exact' | 'fast'): Promise<Side> {
+async function arbitraSide(kernels: 'exact' | 'fast'): Promise<Side & { kvCellsPeak(): Promise<number> }> {
   const server = await serve({
     model,
     workers: 1,
@@ -91,6 +95,11 @@ async function arbitraSide(kernels: 'exact' | 'fast'): Promise<Side> {
   return {
     name: `ours ${kernels}`,
     command: server.command,
+    residentMiB: () => mib(largestInGroup(server.pid)),
+    async kvCellsPeak() {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(/^arbitra_engine_kv_cells_peak(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+    },
     stop: server.stop,
     async decide(w) {
       const r = await fetch(`${server.url}/v1/systemone`, {
@@ -123,6 +132,7 @@ async function llamaServerSide(binary: string, prompts: Record<Workload, Prompts
   return {
     name: 'llama-server',
     command: rel(server.command),
+    residentMiB: () => mib(rssBytes(server.pid)),
     stop: server.stop,
     // A decision is all of its question × pass prompts, sent together as a client would.
     async decide(w) {
@@ -148,6 +158,7 @@ async function main(): Promise<void> {
   log('building the prompts the baseline will be asked');
   const local = await createLocalEngine(model, { threads });
   const prompts = { a: await promptsFor(WORKLOADS.a.body, local), b: await promptsFor(WORKLOADS.b.body, local) };
+  const facts = await local.info();
   await local.close();
 
   log('starting both of our servers and llama-server');
@@ -167,6 +178,7 @@ async function main(): Promise<void> {
   }
 
   const rows: Row[] = [];
+  const memory: Record<string, { residentMiB: number; kvInUseMiB: number | null }> = {};
   const loads = [os.loadavg()[0]!];
   try {
     for (const w of WORKLOAD_NAMES) {
@@ -195,6 +207,9 @@ async function main(): Promise<void> {
         });
       }
     }
+    // After the whole load: the resident memory each server reached, and the KV our engines used.
+    for (const s of sides) memory[s.name] = { residentMiB: s.residentMiB(), kvInUseMiB: null };
+    for (const s of ours) memory[s.name]!.kvInUseMiB = mib(((await s.kvCellsPeak()) * facts.kvBytes) / facts.kvCells);
   } finally {
     await Promise.all(sides.map((s) => s.stop()));
   }
@@ -224,6 +239,8 @@ async function main(): Promise<void> {
     sides: sides.map((s) => ({ name: s.name, command: s.command })),
     prompts: { a: prompts.a.prompts.length, b: prompts.b.prompts.length },
     evaluatedTokensPerDecision: tokens,
+    engine: { kvLayout: facts.kvLayout, maxSequences: facts.maxSequences, kvCells: facts.kvCells, kvAllocatedMiB: mib(facts.kvBytes) },
+    memory,
     rows,
   };
   writeRawResult('api', out);
@@ -284,6 +301,9 @@ async function main(): Promise<void> {
 - Interleaved: the three servers are started together and stay up for the whole run; only one is loaded at a time, the others idle. Each cell is ${roundCount} rounds; in a round each server in turn gets the cell's load for ${roundSeconds.toFixed(0)} s and then until its requests in flight finish (a round shorter than a request is one wave of requests), and the order rotates, so that each server goes first once in ${sides.length} rounds. A server's decisions/s are its completions over the summed time of its rounds, its percentiles over all of its latencies: a slow spell of the machine falls on all three alike. One server's rounds within one cell still differed by up to ${drift.toFixed(1)}× (\`roundRates\` in bench/out/api.json).
 
 ${table}
+
+Memory after the load (resident: the process that holds the model; ours: the engine process, ${facts.kvLayout} KV layout, ${facts.maxSequences} sequences, ${Math.round(mib(facts.kvBytes))} MiB of KV allocated; KV in use: the most any decode used, an upper bound; model file ${Math.round(mib(fs.statSync(model).size))} MiB):
+${sides.map((s) => `- ${s.name}: resident ${Math.round(memory[s.name]?.residentMiB ?? NaN)} MiB${memory[s.name]?.kvInUseMiB != null ? `, KV in use ${Math.round(memory[s.name]!.kvInUseMiB!)} MiB` : ''}`).join('\n')}
 
 Reading the table (prompt tok/s: the tokens a side runs through the model per decision, below, times its decisions/s):
 - Issue 19's goals, ours ÷ llama-server:

@@ -1,14 +1,18 @@
 // `npm run bench:engine`: prompt tokens/s of score() on a realistic decision workload (one ~200-token
 // state, 4 questions of ~40 tokens, 4 options each, 4 permutations each = 16 branches) against the
 // prefill tokens/s that llama-bench, built from the same llama.cpp source with the same flags,
-// measures for the same model and thread count. Writes bench/out/engine.json and the engine section
-// of bench/RESULTS.md.
+// measures for the same model and thread count, with the engine's resident memory and KV bytes at
+// the defaults (the shared pool), at 256 sequences and in the copied layout. Writes
+// bench/out/engine.json and the engine section of bench/RESULTS.md.
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
 import { modelFor } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
+import type { EngineOptions } from '../src/engine/types.js';
 import { engineRequestFor } from './lib/capture.js';
+import { mib } from './lib/memory.js';
 import { cpuSeconds, ensureLlamaTool, runLlamaBench } from './lib/llama-bench.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 
@@ -128,18 +132,33 @@ async function measure(variant: string, run: (i: number) => Promise<{ w: Workloa
 
 const fmt = (n: number, digits = 0) => n.toFixed(digits);
 
-async function main(): Promise<void> {
-  const binary = ensureLlamaTool(root, 'llama-bench', log);
-  const loadBefore = os.loadavg();
-  const cpuBefore = cpuSeconds();
-  const wallBefore = performance.now();
-  // The reference runs before and after the engine (never beside it); the faster run is used, so
-  // a neighbour slowing one of them cannot flatter the ratio.
-  const ppTokens = 512;
-  const refRuns = [runLlamaBench(binary, model, { promptTokens: ppTokens, threads, repetitions: 3 })];
-  log(`llama-bench pp${ppTokens} (before): ${fmt(refRuns[0]!.tokensPerSecond, 1)} ± ${fmt(refRuns[0]!.stddev, 1)} tok/s`);
+interface EngineRun {
+  name: string;
+  info: Awaited<ReturnType<LocalEngine['info']>>;
+  base: Workload;
+  cold: Measured;
+  warm: Measured;
+  memory: {
+    kvLayout: string;
+    maxSequences: number;
+    kvCells: number;
+    /** The KV buffer llama.cpp allocates at load. */
+    kvAllocatedMiB: number;
+    /** KV the prefixes held after the run, and the most any decode used (upper bounds, see EngineStats). */
+    kvHeldMiB: number;
+    kvPeakMiB: number;
+    /** This process's resident memory before the engine loaded, after it loaded, and after the run. */
+    rssBeforeMiB: number;
+    rssLoadedMiB: number;
+    rssAfterMiB: number;
+  };
+}
 
-  const local = await createLocalEngine(model, { threads });
+async function runEngine(name: string, options: Partial<EngineOptions>): Promise<EngineRun> {
+  log(`-- ${name}`);
+  const rssBefore = process.memoryUsage().rss;
+  const local = await createLocalEngine(model, { threads, ...options });
+  const rssLoaded = process.memoryUsage().rss;
   const engine = local.engine;
   const info = await local.info();
   const call = async (w: Workload) => {
@@ -159,7 +178,44 @@ async function main(): Promise<void> {
   await call(base);
   const warm = await measure('prefix-cache warm', () => call(base));
   log(`warm: median ${fmt(warm.medianMs)} ms, ${fmt(warm.usefulTokensPerSecond)} useful tok/s, ${fmt(warm.evaluatedTokensPerSecond)} evaluated tok/s`);
+  const stats = engine.stats();
+  const perCell = info.kvBytes / info.kvCells;
+  const memory = {
+    kvLayout: info.kvLayout,
+    maxSequences: info.maxSequences,
+    kvCells: info.kvCells,
+    kvAllocatedMiB: mib(info.kvBytes),
+    kvHeldMiB: mib(stats.kvCellsHeld * perCell),
+    kvPeakMiB: mib(stats.kvCellsPeak * perCell),
+    rssBeforeMiB: mib(rssBefore),
+    rssLoadedMiB: mib(rssLoaded),
+    rssAfterMiB: mib(process.memoryUsage().rss),
+  };
+  log(`memory: resident ${fmt(memory.rssAfterMiB)} MiB, KV allocated ${fmt(memory.kvAllocatedMiB)} MiB, peak in use ${fmt(memory.kvPeakMiB)} MiB`);
   await local.close();
+  return { name, info, base, cold, warm, memory };
+}
+
+async function main(): Promise<void> {
+  const binary = ensureLlamaTool(root, 'llama-bench', log);
+  const loadBefore = os.loadavg();
+  const cpuBefore = cpuSeconds();
+  const wallBefore = performance.now();
+  // The reference runs before and after the engine (never beside it); the faster run is used, so
+  // a neighbour slowing one of them cannot flatter the ratio.
+  const ppTokens = 512;
+  const refRuns = [runLlamaBench(binary, model, { promptTokens: ppTokens, threads, repetitions: 3 })];
+  log(`llama-bench pp${ppTokens} (before): ${fmt(refRuns[0]!.tokensPerSecond, 1)} ± ${fmt(refRuns[0]!.stddev, 1)} tok/s`);
+
+  // The defaults first: the figures the goals are read from, on a process no other engine has used.
+  const configs: { name: string; options: Partial<EngineOptions> }[] = [
+    { name: 'defaults (shared pool, 64 sequences)', options: {} },
+    { name: 'shared pool, --max-sequences 256', options: { maxSequences: 256 } },
+    { name: 'copied layout, --max-sequences 32 (before)', options: { kvLayout: 'copied', maxSequences: 32 } },
+  ];
+  const runs: EngineRun[] = [];
+  for (const config of configs) runs.push(await runEngine(config.name, config.options));
+  const { cold, warm, info, base } = runs[0]!;
 
   refRuns.push(runLlamaBench(binary, model, { promptTokens: ppTokens, threads, repetitions: 3 }));
   log(`llama-bench pp${ppTokens} (after): ${fmt(refRuns[1]!.tokensPerSecond, 1)} ± ${fmt(refRuns[1]!.stddev, 1)} tok/s`);
@@ -172,6 +228,7 @@ async function main(): Promise<void> {
   const otherShare = otherCpu / (wallSeconds * os.availableParallelism());
 
   const ratio = (m: Measured) => m.usefulTokensPerSecond / ref.tokensPerSecond;
+  const fileSize = fs.statSync(model).size;
   const evaluatedShare = cold.evaluatedTokens / cold.perBranchTokens;
   const result = {
     date: new Date().toISOString(),
@@ -201,6 +258,7 @@ async function main(): Promise<void> {
     },
     cold,
     warm,
+    engines: runs.map((r) => ({ name: r.name, cold: r.cold, warm: r.warm, memory: r.memory })),
     ratios: {
       usefulVsLlamaBenchCold: ratio(cold),
       usefulVsLlamaBenchWarm: ratio(warm),
@@ -233,6 +291,16 @@ async function main(): Promise<void> {
     row(warm),
     '',
     '- useful tok/s: prompt tokens the request represents (the state once plus every suffix) ÷ wall time of the score() call.',
+    '',
+    `Memory and speed by KV layout (the same workload; resident: this process after the run, model file ${fmt(mib(fileSize))} MiB; KV in use: the most any decode used, an upper bound):`,
+    '',
+    '| engine | KV allocated MiB | KV in use MiB | resident MiB | resident − model file MiB | cold median ms | cold useful ÷ llama-bench |',
+    '|---|---|---|---|---|---|---|',
+    ...runs.map(
+      (r) =>
+        `| ${r.name} | ${fmt(r.memory.kvAllocatedMiB)} | ${fmt(r.memory.kvPeakMiB)} | ${fmt(r.memory.rssAfterMiB)} | ${fmt(r.memory.rssAfterMiB - mib(fileSize))} | ${fmt(r.cold.medianMs)} | ${fmt(ratio(r.cold), 2)} |`,
+    ),
+    '',
     `- Shared-prefix path vs one prompt per branch (cold): ${fmt(cold.evaluatedTokens)} evaluated tokens vs ${cold.perBranchTokens} (${base.branches.length} × prefix + suffix) = **${fmt(evaluatedShare, 3)}** (target ≤ 0.4).`,
     `- Useful tok/s ÷ llama-bench pp tok/s, cold: **${fmt(ratio(cold), 2)}** (target ≥ 0.8); warm (prefix cached): ${fmt(ratio(warm), 2)}.`,
     `- Counted as one prompt per branch, the cold call would have processed ${fmt(cold.perBranchEquivalentTokensPerSecond)} tok/s (${fmt(cold.perBranchEquivalentTokensPerSecond / ref.tokensPerSecond, 2)} × llama-bench).`,

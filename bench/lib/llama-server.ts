@@ -6,6 +6,7 @@ const STOP_GRACE_MS = 15_000;
 
 export interface RunningLlamaServer {
   url: string;
+  pid: number;
   command: string;
   stop: () => Promise<void>;
 }
@@ -46,6 +47,7 @@ export async function startLlamaServer(
     if (ok) {
       return {
         url,
+        pid: child.pid!,
         command: [binary, ...args].join(' '),
         async stop() {
           // A server that already died (or took the terminal's Ctrl-C) sends no second 'exit'.

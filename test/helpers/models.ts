@@ -15,8 +15,8 @@ export const CHAT_MODEL = path.join(models, 'smollm2-135m-instruct-q4_1.gguf');
 export const DEFAULT_MODEL_FILE = path.join(models, 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf');
 
 /**
- * `serve` flags for small KV lanes (8 sequences, no long lane), for servers whose lanes are not what
- * is tested: the default ones are 3.4 GiB on the test model (5.4 GiB on the default one), written
- * once at every engine start.
+ * `serve` flags for a small KV pool (8 sequences, room for a 4,096-token prompt: 6,144 cells), for
+ * servers whose KV cache is not what is tested: the default pool is 34,816 cells, 0.6 GiB on the
+ * test model (0.93 GiB on the default one), written once at every engine start.
  */
 export const SMALL_LANES = ['--max-sequences', '8', '--long-ctx-size', '0'];

@@ -104,9 +104,8 @@ export interface StartOptions {
   /** More flags after the defaults (a later flag wins). */
   args?: string[];
   /**
-   * The engine's KV lanes: 'small' (SMALL_LANES) unless the lanes are what is tested. The default
-   * ones cost 1.2 s more at every engine start, and several times that beside another server on
-   * this VM.
+   * The engine's KV cache: 'small' (SMALL_LANES) unless it is what is tested. The default pool is
+   * written whole at every engine start, which beside another server on this VM is slow.
    */
   lanes?: 'small' | 'default';
 }
