@@ -505,8 +505,9 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
 Lane* Engine::LaneFor(Napi::Env env, size_t prefix_tokens, size_t longest) {
   const size_t needed = prefix_tokens + longest;
   for (Lane& l : lanes_) {
-    // A suffix is decoded in one call, so it must also fit the lane's batch.
-    if (needed <= l.max_tokens && longest <= llama_n_batch(l.ctx.get())) return &l;
+    // The shared pool's scorer cuts a suffix longer than its batch into chunks; in the copied
+    // layout a suffix is decoded in one call, so it must also fit the lane's batch.
+    if (needed <= l.max_tokens && (cfg_.layout == KvLayout::shared || longest <= llama_n_batch(l.ctx.get()))) return &l;
   }
   const Lane& widest = lanes_.back();
   throw coded_error(

@@ -386,10 +386,13 @@ bool Scorer::place_prefix_chunk(ScoreJob* job, int32_t& budget, Stepped& stepped
 }
 
 size_t Scorer::branch_piece(size_t left) const {
-  if (!cost_.known() || cost_.per_token_ms <= 0) return left;
-  // The longest piece a branch may be: what twice the step target buys in a decode of its own.
-  const double alone = 2.0 * opts_.step_target_ms - cost_.of(0, 1.0);
-  const size_t longest = std::max(kMinChunk, alone <= 0 ? size_t{0} : static_cast<size_t>(alone / cost_.per_token_ms));
+  // The longest piece a branch may be: what fits one batch (a 255-option list can be longer), and
+  // what twice the step target buys in a decode of its own.
+  size_t longest = opts_.n_batch;
+  if (cost_.known() && cost_.per_token_ms > 0) {
+    const double alone = 2.0 * opts_.step_target_ms - cost_.of(0, 1.0);
+    longest = std::min(longest, std::max(kMinChunk, alone <= 0 ? size_t{0} : static_cast<size_t>(alone / cost_.per_token_ms)));
+  }
   if (left <= longest) return left;
   const size_t chunks = (left + longest - 1) / longest;
   return (left + chunks - 1) / chunks;
@@ -428,7 +431,7 @@ bool Scorer::place_next_branch(ScoreJob* job, int32_t& budget, std::vector<Plann
   if (static_cast<size_t>(take) < n) {
     job->open_seq = seq;
     job->open_branch = branch;
-    job->open_done = 0;  // counted when the decode succeeds
+    job->open_done = static_cast<size_t>(take);
   }
   return true;
 }
@@ -438,6 +441,9 @@ bool Scorer::place_open_branch(ScoreJob* job, int32_t& budget, std::vector<Plann
   const int32_t take = branch_take(left, budget, rows(planned));
   if (take == 0) return false;
   place_branch(job, job->open_branch, job->open_done, take, job->open_seq, false, budget, planned);
+  // Counted as planned, so that a later piece of this decode goes on after it; a failed decode
+  // takes it back.
+  job->open_done += static_cast<size_t>(take);
   return true;
 }
 
@@ -594,7 +600,10 @@ void Scorer::undo_failed_decode(int32_t rc, const std::vector<Planned>& planned,
   for (const Planned& p : planned) {
     p.job->evaluated -= p.count;
     // A later chunk of an open branch: its earlier chunks stay in the cache, and it is tried again.
-    if (p.from > 0) continue;
+    if (p.from > 0) {
+      p.job->open_done = std::min(p.job->open_done, p.from);
+      continue;
+    }
     if (!p.fused) free_seq(p.seq);
     if (p.job->open_seq == p.seq) p.job->open_seq = -1;
     p.job->next_branch = std::min(p.job->next_branch, p.branch);
@@ -616,10 +625,7 @@ void Scorer::undo_failed_decode(int32_t rc, const std::vector<Planned>& planned,
 
 void Scorer::read_out(const std::vector<Planned>& planned) {
   for (const Planned& p : planned) {
-    if (!p.last()) {
-      p.job->open_done = p.from + static_cast<size_t>(p.count);
-      continue;
-    }
+    if (!p.last()) continue;
     if (p.job->open_seq == p.seq) p.job->open_seq = -1;
     const float* logits = model_->logits(p.logits_index);
     const double log_z = log_sum_exp(logits, n_vocab_);

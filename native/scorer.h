@@ -222,7 +222,7 @@ class Scorer {
   // fewest equal chunks that each take at most that, so a request arriving behind it waits for a
   // short decode; below that a cut would cost a decode's fixed cost for little.
   int32_t branch_take(size_t left, int32_t budget, size_t planned_rows) const;
-  // The piece of a branch's `left` tokens that may go into one decode, by that rule alone.
+  // The piece of a branch's `left` tokens that may go into one decode, by that rule and the batch.
   size_t branch_piece(size_t left) const;
   void forget_idle_tenants();
   // The tenant served least recently among those with work and not closed for this decode.

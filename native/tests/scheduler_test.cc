@@ -358,6 +358,20 @@ void test_long_branch_is_cut_into_chunks() {
   rig.check_results();
 }
 
+// A branch longer than the batch (a long option list) is decoded in chunks that fit it, each going
+// on where the last stopped, before any cost is measured.
+void test_branch_longer_than_the_batch() {
+  ScorerOptions o;
+  o.n_batch = 16;
+  o.prefix_chunk = 16;
+  Rig rig(o);
+  rig.submit(1, tokens({2}, 10, 50), branches(2, 51, 40), 1);
+  rig.drain();
+  check(rig.done[1] && rig.done[1]->error.empty(), "the job with branches longer than the batch finished");
+  for (int32_t n : rig.model->tokens_per_decode) check(n <= 16, "a decode carried " + std::to_string(n) + " tokens, more than the batch");
+  rig.check_results();
+}
+
 void test_waiting_on_a_head_whose_decoder_is_cancelled() {
   // B's prefix extends A's, which is still decoding: B waits for it rather than decode the head
   // twice. A is cancelled mid-way; B must still run, from what A left cached.
@@ -487,6 +501,7 @@ int main() {
       {"a stream of new jobs cannot starve an old one", test_stream_of_new_jobs_cannot_starve_an_old_one},
       {"a cancelled job releases its prefix and sequences", test_cancelled_job_releases_everything},
       {"a long branch is cut into chunks", test_long_branch_is_cut_into_chunks},
+      {"a branch longer than the batch is decoded in chunks", test_branch_longer_than_the_batch},
       {"a job waiting on a head whose decoder is cancelled still runs", test_waiting_on_a_head_whose_decoder_is_cancelled},
       {"random load keeps every invariant", test_random_load_keeps_every_invariant},
       {"a failed decode fails its jobs and leaves the scorer whole", test_decode_failure_fails_jobs_and_leaves_scorer_whole},

@@ -74,14 +74,6 @@ t.test('bad input is rejected with a coded error and the engine keeps working', 
   await rejectsWith(t, engine.score(prefix, []), 'invalid_request', /at least one branch/, 'no branches');
   await rejectsWith(t, engine.score(prefix, [ok, { suffix: new Int32Array(0), candidates }]), 'invalid_request', /suffix is empty/, 'empty suffix');
   await rejectsWith(t, engine.score(prefix, [{ suffix, candidates: new Int32Array(0) }]), 'invalid_request', /no candidate/, 'no candidates');
-  const longSuffix = new Int32Array(SMALL.batchSize + 1).fill(suffix[0]!);
-  await rejectsWith(
-    t,
-    engine.score(prefix, [{ suffix: longSuffix, candidates }]),
-    'context_exceeded',
-    /65 tokens, more than the batch size 64/,
-    'suffix longer than the batch',
-  );
   // llama.cpp rounds the per-sequence context up (to 256 cells); the facts report what it really is.
   const context = engine.facts.contextSize;
   t.ok(context >= SMALL.contextSize && context < SMALL.contextSize * 4, `per-sequence context ${context}`);
@@ -96,10 +88,17 @@ t.test('bad input is rejected with a coded error and the engine keeps working', 
   );
   const fits = await engine.score(longPrefix.subarray(1), [ok]);
   t.equal(fits.logprobs.length, 1, 'exactly the context still fits');
+  // The shared pool cuts a suffix longer than the batch into chunks (a 255-option list can be).
+  const longSuffix = new Int32Array(SMALL.batchSize + 1).fill(suffix[0]!);
+  const chunked = await engine.score(prefix, [{ suffix: longSuffix, candidates }]);
+  t.ok(
+    chunked.logprobs[0]!.every((lp) => Number.isFinite(lp) && lp < 0),
+    'a suffix longer than the batch is scored in chunks',
+  );
 
   const stats = engine.stats();
   t.equal(stats.pending, 0, 'rejected calls leave nothing pending');
-  t.equal(stats.jobsDone, 1, 'no rejected call reached the model, only the one that fits');
+  t.equal(stats.jobsDone, 2, 'no rejected call reached the model, only the two that fit');
   const r = await engine.score(prefix, [ok]);
   t.equal(r.logprobs[0]!.length, 2, 'a valid call still succeeds');
   t.ok(r.logprobs[0]!.every((lp) => Number.isFinite(lp) && lp < 0));
@@ -124,6 +123,15 @@ t.test('copied layout: the long lane takes what the main lane cannot hold, and o
   const longSuffix = new Int32Array(SMALL.batchSize + 1).fill(suffix[0]!);
   const wide = await laned.score(prefix, [{ suffix: longSuffix, candidates }]);
   t.equal(wide.logprobs.length, 1, 'a suffix past the main batch is answered in the long lane');
+  const narrow = await LlamaEngine.load(MODEL, { ...SMALL, kvLayout: 'copied' });
+  t.teardown(() => narrow.close());
+  await rejectsWith(
+    t,
+    narrow.score(prefix, [{ suffix: longSuffix, candidates }]),
+    'context_exceeded',
+    /65 tokens, more than the batch size 64/,
+    'without a long lane, a suffix longer than the batch',
+  );
   const tooLong = new Int32Array(longContextSize + 1).fill(prefix[1]!);
   await rejectsWith(
     t,

@@ -64,7 +64,7 @@ t.test('models pull hf:ORG/REPO:QUANT, list, rm', { skip: !fs.existsSync(main) &
 
   const fits = await run(['models', 'list', '--fits'], { ...env, PATH: `${path.join(dir, 'bin')}:${process.env.PATH}` });
   t.match(fits.stdout, /GPU: #0 24.00 GiB/);
-  t.match(fits.stdout, /qwen2.5-32b-instruct-q4_k_m .* yes: --max-sequences \d+ --ctx-size 4096 --long-ctx-size \d+/);
+  t.match(fits.stdout, /qwen2.5-32b-instruct-q4_k_m .* yes: --max-sequences \d+ --kv-cells \d+/);
   t.match(fits.stdout, /llama-3.3-70b-instruct-q4_k_m .*not measured here .* no\n/);
   const noGpu = await run(['models', 'list', '--fits'], { ...env, PATH: path.join(dir, 'nothing') });
   t.match(noGpu.stdout, /GPU: none found/);
