@@ -16,8 +16,9 @@ import { startLlamaServer } from './lib/llama-server.js';
 import { poolRounds, runRound, turnOrder, type LoadResult, type LoadRound } from './lib/load.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { freePort, serve } from './lib/serve.js';
-import { largestInGroup, mib, rssBytes } from './lib/memory.js';
-import { ms } from './lib/stats.js';
+import { metricTotal } from './lib/metrics.js';
+import { sampleServer } from './lib/procs.js';
+import { mib, ms } from './lib/stats.js';
 import { WORKLOADS, WORKLOAD_NAMES, TICKET, type Workload } from './lib/workloads.js';
 
 const root = packageRoot();
@@ -95,10 +96,9 @@ async function arbitraSide(kernels: 'exact' | 'fast'): Promise<Side & { kvCellsP
   return {
     name: `ours ${kernels}`,
     command: server.command,
-    residentMiB: () => mib(largestInGroup(server.pid)),
+    residentMiB: () => sampleServer(server.pid).find((s) => s.role === 'engine')?.rssMb ?? NaN,
     async kvCellsPeak() {
-      const text = await (await fetch(`${server.url}/metrics`)).text();
-      return Number(/^arbitra_engine_kv_cells_peak(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+      return metricTotal(await (await fetch(`${server.url}/metrics`)).text(), 'arbitra_engine_kv_cells_peak') ?? NaN;
     },
     stop: server.stop,
     async decide(w) {
@@ -132,7 +132,8 @@ async function llamaServerSide(binary: string, prompts: Record<Workload, Prompts
   return {
     name: 'llama-server',
     command: rel(server.command),
-    residentMiB: () => mib(rssBytes(server.pid)),
+    // One process, which sampleServer reads as a primary without children.
+    residentMiB: () => sampleServer(server.pid)[0]?.rssMb ?? NaN,
     stop: server.stop,
     // A decision is all of its question × pass prompts, sent together as a client would.
     async decide(w) {

@@ -12,9 +12,9 @@ import { modelFor } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import type { EngineOptions } from '../src/engine/types.js';
 import { engineRequestFor } from './lib/capture.js';
-import { mib } from './lib/memory.js';
 import { cpuSeconds, ensureLlamaTool, runLlamaBench } from './lib/llama-bench.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
+import { mib } from './lib/stats.js';
 
 const root = packageRoot();
 // The default model unless ARBITRA_MODEL names another (a catalogue name or a GGUF path).

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { LlamaEngine } from '../src/engine/llama-engine.js';
 import { packageRoot } from '../src/paths.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
+import { mib } from './lib/stats.js';
 
 const root = packageRoot();
 const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
@@ -29,7 +30,7 @@ async function load(longContextSize: number): Promise<Loaded> {
   const before = process.memoryUsage().rss;
   const started = performance.now();
   const engine = await LlamaEngine.load(model, { longContextSize });
-  return { engine, loadMs: performance.now() - started, rssMb: (process.memoryUsage().rss - before) / 2 ** 20 };
+  return { engine, loadMs: performance.now() - started, rssMb: mib(process.memoryUsage().rss - before) };
 }
 
 function stateOf(engine: LlamaEngine, tokens: number, salt: string): Int32Array {

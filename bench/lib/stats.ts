@@ -4,6 +4,9 @@
 /** Milliseconds as a table cell: whole, or a dash where there was nothing to measure. */
 export const ms = (x: number): string => (Number.isNaN(x) ? '–' : x.toFixed(0));
 
+/** Bytes in MiB. */
+export const mib = (bytes: number): number => bytes / 2 ** 20;
+
 /** The nearest-rank percentile of an ascending list; NaN when it is empty. */
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
