@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "model_facts.h"
+
 namespace arbitra {
 
 namespace {
@@ -21,9 +23,7 @@ llama_model* load_model(const std::string& path, int32_t n_gpu_layers) {
   mp.n_gpu_layers = n_gpu_layers;
   // Without a GPU the weights are repacked into buffers of their own; a mapped file would stay
   // resident beside them (about the model's size again), so the file is read instead.
-  bool gpu = false;
-  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) gpu = gpu || ggml_backend_dev_type(ggml_backend_dev_get(i)) == GGML_BACKEND_DEVICE_TYPE_GPU;
-  if (!gpu || n_gpu_layers == 0) mp.load_mode = LLAMA_LOAD_MODE_NONE;
+  if (gpu_devices().empty() || n_gpu_layers == 0) mp.load_mode = LLAMA_LOAD_MODE_NONE;
   return llama_model_load_from_file(path.c_str(), mp);
 }
 

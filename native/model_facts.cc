@@ -96,11 +96,18 @@ std::string model_meta(const llama_model* model, const char* key) {
   return std::string(buf.data(), static_cast<size_t>(n));
 }
 
-size_t gpu_memory_used() {
-  size_t used = 0;
+std::vector<ggml_backend_dev_t> gpu_devices() {
+  std::vector<ggml_backend_dev_t> gpus;
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     ggml_backend_dev_t dev = ggml_backend_dev_get(i);
-    if (ggml_backend_dev_type(dev) != GGML_BACKEND_DEVICE_TYPE_GPU) continue;
+    if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_GPU) gpus.push_back(dev);
+  }
+  return gpus;
+}
+
+size_t gpu_memory_used() {
+  size_t used = 0;
+  for (ggml_backend_dev_t dev : gpu_devices()) {
     size_t free = 0, total = 0;
     ggml_backend_dev_memory(dev, &free, &total);
     used += total - free;

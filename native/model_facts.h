@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "llama.h"
 
@@ -15,6 +16,8 @@ struct QuantInfo {
 
 QuantInfo quant_info(llama_ftype ftype);
 std::string model_meta(const llama_model* model, const char* key);
+// The GPU devices ggml found (none on a CPU build).
+std::vector<ggml_backend_dev_t> gpu_devices();
 // Sum of used memory over GPU devices, in bytes (free-memory difference is unreliable under
 // other tenants, so this is the device's total minus free, sampled by the caller before and after).
 size_t gpu_memory_used();

@@ -386,8 +386,7 @@ bool Scorer::place_prefix_chunk(ScoreJob* job, int32_t& budget, Stepped& stepped
 }
 
 size_t Scorer::branch_piece(size_t left) const {
-  // The longest piece a branch may be: what fits one batch (a 255-option list can be longer), and
-  // what twice the step target buys in a decode of its own.
+  // A 255-option list can be longer than the batch.
   size_t longest = opts_.n_batch;
   if (cost_.known() && cost_.per_token_ms > 0) {
     const double alone = 2.0 * opts_.step_target_ms - cost_.of(0, 1.0);
@@ -401,13 +400,8 @@ size_t Scorer::branch_piece(size_t left) const {
 int32_t Scorer::branch_take(size_t left, int32_t budget, size_t planned_rows) const {
   if (left == 0 || budget <= 0) return 0;
   const size_t take = branch_piece(left);
-  if (cost_.known()) {
-    // Beside other pieces, the step target bounds what it may add.
-    if (batch_.n_tokens > 0) {
-      const int32_t room = tokens_in_time(planned_rows, take == left ? 1 : 0);
-      if (static_cast<size_t>(std::max(0, room)) < take) return 0;
-    }
-  }
+  // Beside other pieces, the step target bounds what it may add.
+  if (batch_.n_tokens > 0 && cost_.known() && static_cast<size_t>(std::max(0, tokens_in_time(planned_rows, take == left ? 1 : 0))) < take) return 0;
   // A piece that does not fit what is left of the batch waits for the next decode.
   return take <= static_cast<size_t>(budget) ? static_cast<int32_t>(take) : 0;
 }
@@ -430,17 +424,17 @@ bool Scorer::place_next_branch(ScoreJob* job, int32_t& budget, std::vector<Plann
   job->next_branch++;
   if (static_cast<size_t>(take) < n) {
     job->open_seq = seq;
-    job->open_branch = branch;
     job->open_done = static_cast<size_t>(take);
   }
   return true;
 }
 
 bool Scorer::place_open_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned) {
-  const size_t left = job->branches[job->open_branch].suffix.size() - job->open_done;
+  const size_t branch = job->next_branch - 1;
+  const size_t left = job->branches[branch].suffix.size() - job->open_done;
   const int32_t take = branch_take(left, budget, rows(planned));
   if (take == 0) return false;
-  place_branch(job, job->open_branch, job->open_done, take, job->open_seq, false, budget, planned);
+  place_branch(job, branch, job->open_done, take, job->open_seq, false, budget, planned);
   // Counted as planned, so that a later piece of this decode goes on after it; a failed decode
   // takes it back.
   job->open_done += static_cast<size_t>(take);
@@ -713,7 +707,7 @@ std::vector<std::string> Scorer::audit() const {
     if (job->branches_done > job->next_branch || job->next_branch > job->branches.size()) broken.push_back("a job's branch counts are out of order");
     if (job->open_seq >= 0) {
       seqs.push_back(job->open_seq);
-      if (job->open_branch >= job->next_branch || job->open_done == 0 || job->open_done >= job->branches[job->open_branch].suffix.size())
+      if (job->next_branch == 0 || job->open_done == 0 || job->open_done >= job->branches[job->next_branch - 1].suffix.size())
         broken.push_back("a job's open branch is out of order");
     }
   }

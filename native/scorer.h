@@ -54,10 +54,10 @@ struct ScoreJob {
   PrefixEntry* entry = nullptr;
   size_t next_branch = 0;
   size_t branches_done = 0;
-  // A branch too long for one step is decoded in chunks and holds its sequence between them:
-  // which branch (below next_branch), its sequence (-1: none open) and its suffix tokens decoded.
+  // A branch too long for one step is decoded in chunks and holds its sequence between them: its
+  // sequence (-1: none open) and its suffix tokens decoded. It is the last branch opened
+  // (next_branch - 1): no other opens before it is done.
   llama_seq_id open_seq = -1;
-  size_t open_branch = 0;
   size_t open_done = 0;
   // When a piece of it (a prefix chunk or a branch) last went into a batch, on the scorer's serve
   // clock; its arrival counts as one, so a job that just came waits its turn behind those waiting
@@ -217,12 +217,13 @@ class Scorer {
   bool place_next_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned);
   // The next chunk of the job's open branch.
   bool place_open_branch(ScoreJob* job, int32_t& budget, std::vector<Planned>& planned);
-  // How many of a branch's `left` suffix tokens go into this decode (0: they do not fit beside what
-  // is planned, or what is left of the batch). A branch that alone would take more than twice the step target is cut into the
-  // fewest equal chunks that each take at most that, so a request arriving behind it waits for a
-  // short decode; below that a cut would cost a decode's fixed cost for little.
+  // How many of a branch's `left` suffix tokens go into this decode: its next piece, or 0 where
+  // that does not fit beside what is planned or in what is left of the batch.
   int32_t branch_take(size_t left, int32_t budget, size_t planned_rows) const;
-  // The piece of a branch's `left` tokens that may go into one decode, by that rule and the batch.
+  // The next piece of a branch's `left` suffix tokens. A branch longer than the batch, or one that
+  // alone would take more than twice the step target, is cut into the fewest equal chunks that
+  // each fit, so a request arriving behind it waits for a short decode; below that a cut would
+  // cost a decode's fixed part for little.
   size_t branch_piece(size_t left) const;
   void forget_idle_tenants();
   // The tenant served least recently among those with work and not closed for this decode.

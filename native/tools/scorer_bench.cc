@@ -172,7 +172,7 @@ class Bench {
   }
 
   const char* layout_name() const { return o_.layout == KvLayout::shared ? "shared" : "copied"; }
-  uint32_t seqs() const { return o_.seqs > 0 ? o_.seqs : (o_.quick ? 8 : 32); }
+  uint32_t seqs() const { return o_.seqs > 0 ? o_.seqs : (o_.quick ? 8 : 64); }
   // The engine's defaults (EngineConfig, LoadWorker); --quick shrinks them for a small CPU.
   uint32_t default_cells() const { return default_cells(o_.layout); }
   uint32_t default_cells(KvLayout layout) const {
@@ -540,9 +540,7 @@ int main(int argc, char** argv) {
   llama_backend_init();
 
   std::string devices;
-  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-    ggml_backend_dev_t dev = ggml_backend_dev_get(i);
-    if (ggml_backend_dev_type(dev) != GGML_BACKEND_DEVICE_TYPE_GPU) continue;
+  for (ggml_backend_dev_t dev : gpu_devices()) {
     devices += std::string(devices.empty() ? "" : "; ") + ggml_backend_dev_name(dev) + " " + ggml_backend_dev_description(dev);
   }
   const size_t gpu0 = gpu_memory_used();
