@@ -107,4 +107,9 @@ t.test('stats counters move with each call', async (t) => {
   }
   t.equal(settled.queueDepth, 0, 'the queue drains');
   t.ok(settled.cachedPrefixes >= 1, 'the prefix stays cached');
+  t.ok(settled.kvCellsHeld >= prefix.length, `the cached prefix's cells are counted as held (${settled.kvCellsHeld})`);
+  t.ok(
+    after.kvCellsPeak >= prefix.length + suffix.length && after.kvCellsPeak <= settled.kvCellsHeld + prefix.length + 16,
+    `the peak counts the prefix and the decode's tokens, not the pool (${after.kvCellsPeak} of ${engine.facts.kvCells})`,
+  );
 });
