@@ -71,6 +71,8 @@ void read_load_options(const Napi::Object& o, EngineConfig* cfg) {
   cfg->kv_cells = opt_u32(o, "kvCells", cfg->kv_cells);
   Napi::Value st = o.Get("stepTargetMs");
   if (st.IsNumber() && st.As<Napi::Number>().DoubleValue() > 0) cfg->step_target_ms = st.As<Napi::Number>().DoubleValue();
+  Napi::Value ms = o.Get("maxStepMs");
+  if (ms.IsNumber() && ms.As<Napi::Number>().DoubleValue() > 0) cfg->max_step_ms = ms.As<Napi::Number>().DoubleValue();
   Napi::Value pc = o.Get("prefixCacheTokens");
   if (pc.IsNumber()) cfg->prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
 }
@@ -141,6 +143,7 @@ class LoadWorker : public Napi::AsyncWorker {
     spec.prefix_cache_tokens = prefix_cache_tokens;
     spec.prefix_chunk = prefix_chunk(cfg_.n_batch);
     spec.step_target_ms = cfg_.step_target_ms;
+    spec.max_step_ms = cfg_.max_step_ms;
     Lane lane;
     if (!make_lane(model_, spec, &lane)) {
       lanes_.clear();
@@ -395,6 +398,7 @@ Napi::Object Engine::Facts(Napi::Env env) {
   // How the scorer cuts work into decodes, for the service's estimate of what a request will take.
   o.Set("prefixChunk", prefix_chunk(cfg_.n_batch));
   o.Set("stepTargetMs", cfg_.step_target_ms);
+  o.Set("maxStepMs", std::max(cfg_.max_step_ms, cfg_.step_target_ms));
   o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx.get()));
   o.Set("kvLayout", cfg_.layout == KvLayout::shared ? "shared" : "copied");
   o.Set("kernels", cfg_.exact_kernels ? "exact" : "fast");
@@ -569,6 +573,7 @@ Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   o.Set("stalledMs", s.stalled_ms);
   o.Set("stepTokens", static_cast<double>(s.step_tokens));
   o.Set("stepRows", static_cast<double>(s.step_rows));
+  o.Set("loneDecodes", static_cast<double>(s.lone_decodes));
   o.Set("pending", static_cast<double>(pending_));
   return o;
 }

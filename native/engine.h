@@ -36,8 +36,9 @@ struct EngineConfig {
   // prompts the main lane cannot hold; 0 (or not above n_ctx) = no long lane. Shared layout: sizes the pool.
   uint32_t n_ctx_long = 0;
   uint32_t n_seq_long = 2;
-  // ScorerOptions::step_target_ms.
+  // ScorerOptions::step_target_ms and max_step_ms.
   double step_target_ms = ScorerOptions{}.step_target_ms;
+  double max_step_ms = ScorerOptions{}.max_step_ms;
 };
 
 class Engine : public Napi::ObjectWrap<Engine> {

@@ -70,6 +70,7 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   }
   out->ctx.reset(ctx);
   so.step_target_ms = spec.step_target_ms;
+  so.max_step_ms = spec.max_step_ms;
   out->scorer = std::make_unique<Scorer>(llama_model_ops(ctx, static_cast<int32_t>(spec.n_batch), shared), so);
   return true;
 }

@@ -42,6 +42,7 @@ struct LaneSpec {
   uint32_t prefix_cache_tokens = 4096;
   uint32_t prefix_chunk = 512;
   double step_target_ms = ScorerOptions{}.step_target_ms;
+  double max_step_ms = ScorerOptions{}.max_step_ms;
 };
 
 struct ContextFree {

@@ -345,11 +345,15 @@ void Scorer::admit_prefixes() {
   }
 }
 
+bool Scorer::one_tenant_in_hand() const {
+  return std::all_of(active_.begin(), active_.end(), [this](const auto& j) { return j->tenant == active_.front()->tenant; });
+}
+
 int32_t Scorer::tokens_in_time(size_t planned_rows, size_t more_rows) const {
   // The first piece of a decode goes whole however long it is, and until the decodes' cost is
   // known only the batch bounds them.
   if (batch_.n_tokens == 0 || !cost_.known()) return std::numeric_limits<int32_t>::max();
-  const double left = opts_.step_target_ms - cost_.of(batch_.n_tokens, static_cast<double>(planned_rows + more_rows));
+  const double left = step_ms_ - cost_.of(batch_.n_tokens, static_cast<double>(planned_rows + more_rows));
   return left <= 0.0 ? 0 : static_cast<int32_t>(std::min(left / cost_.per_token_ms, static_cast<double>(std::numeric_limits<int32_t>::max())));
 }
 
@@ -389,7 +393,7 @@ size_t Scorer::branch_piece(size_t left) const {
   // A 255-option list can be longer than the batch.
   size_t longest = opts_.n_batch;
   if (cost_.known() && cost_.per_token_ms > 0) {
-    const double alone = 2.0 * opts_.step_target_ms - cost_.of(0, 1.0);
+    const double alone = std::max(2.0 * opts_.step_target_ms, step_ms_) - cost_.of(0, 1.0);
     longest = std::min(longest, std::max(kMinChunk, alone <= 0 ? size_t{0} : static_cast<size_t>(alone / cost_.per_token_ms)));
   }
   if (left <= longest) return left;
@@ -564,8 +568,12 @@ void Scorer::plan_batch(Stepped& stepped, std::vector<Planned>& planned) {
   int32_t budget = static_cast<int32_t>(opts_.n_batch);
   admit_prefixes();
   forget_idle_tenants();
+  // Someone arriving while this decode runs waits for all of it. While the work in hand is one
+  // tenant's, that wait is bounded by the max step, and the decode carries as much of that work as
+  // fits it; once another tenant's work is in hand, decodes are planned to the step target again.
+  step_ms_ = one_tenant_in_hand() ? std::max(opts_.max_step_ms, opts_.step_target_ms) : opts_.step_target_ms;
   // One piece at a time, each to the tenant served least recently: a newcomer's prefix goes into
-  // the next decode whatever another tenant has queued, and no decode runs past the step target.
+  // the next decode whatever another tenant has queued, and no decode runs past the step bound.
   std::vector<uint64_t> closed;  // tenants with nothing more that fits this decode
   uint64_t tenant = 0;
   while (budget > 0 && tokens_in_time(rows(planned), 0) > 0 && next_tenant(closed, &tenant)) {
@@ -647,6 +655,7 @@ void Scorer::count_step(double decode_s, double readout_s, size_t branches) {
   stats_.branches_scored += branches;
   stats_.last_batch_tokens = static_cast<uint64_t>(batch_.n_tokens);
   stats_.last_batch_branches = branches;
+  if (step_ms_ > opts_.step_target_ms) stats_.lone_decodes++;
   stats_.cost = cost_;
   stats_.kv_cells_peak = std::max(stats_.kv_cells_peak, cells_held() + static_cast<uint64_t>(batch_.n_tokens));
 }

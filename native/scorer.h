@@ -83,6 +83,11 @@ struct ScorerOptions {
   // two CPU cores), each decode carries one piece; its fixed cost is then small beside it. On a
   // GPU pieces are cheap and the batch's own bounds bind first.
   double step_target_ms = 250.0;
+  // While every job in hand is one tenant's, no one else waits behind a decode, and it is filled up
+  // to this instead: fewer, fuller decodes each pay the pass over the weights once for more tokens.
+  // Someone who arrives meanwhile waits for at most one such decode, and the next is planned to the
+  // step target again. At most the step target means one bound for every decode.
+  double max_step_ms = 1000.0;
 };
 
 struct ScorerStats {
@@ -112,6 +117,8 @@ struct ScorerStats {
   double stalled_ms = 0;
   uint64_t step_tokens = 0;
   uint64_t step_rows = 0;
+  // Decodes planned to the max step (one tenant's work alone), of `decodes`.
+  uint64_t lone_decodes = 0;
 
   // Totals over the engine's lanes; a last-batch figure is the largest of theirs.
   ScorerStats& operator+=(const ScorerStats& o) {
@@ -134,6 +141,7 @@ struct ScorerStats {
     stalled_ms = std::max(stalled_ms, o.stalled_ms);
     step_tokens = std::max(step_tokens, o.step_tokens);
     step_rows = std::max(step_rows, o.step_rows);
+    lone_decodes += o.lone_decodes;
     return *this;
   }
 };
@@ -204,8 +212,10 @@ class Scorer {
   void admit_prefixes();
   // Prefix sequences that jobs in progress may hold.
   size_t prefix_slots() const { return std::max<size_t>(1, opts_.n_seq_max / 2); }
+  // True when every job in hand is one tenant's: no one else waits behind the decode being planned.
+  bool one_tenant_in_hand() const;
   // More tokens this decode can take, with `more_rows` more logits rows, before its measured cost
-  // passes the step target; unbounded for the decode's first piece or while the cost is unknown.
+  // passes the step bound; unbounded for the decode's first piece or while the cost is unknown.
   int32_t tokens_in_time(size_t planned_rows, size_t more_rows) const;
   // The next piece of the tenant's job served least recently that has one that fits: a chunk of
   // its prefix while that is decoding, else its next branch. false when none fits what is left of
@@ -221,9 +231,9 @@ class Scorer {
   // that does not fit beside what is planned or in what is left of the batch.
   int32_t branch_take(size_t left, int32_t budget, size_t planned_rows) const;
   // The next piece of a branch's `left` suffix tokens. A branch longer than the batch, or one that
-  // alone would take more than twice the step target, is cut into the fewest equal chunks that
-  // each fit, so a request arriving behind it waits for a short decode; below that a cut would
-  // cost a decode's fixed part for little.
+  // alone would take more than twice the step target (the max step while one tenant is alone), is
+  // cut into the fewest equal chunks that each fit, so a request arriving behind it waits for a
+  // short decode; below that a cut would cost a decode's fixed part for little.
   size_t branch_piece(size_t left) const;
   void forget_idle_tenants();
   // The tenant served least recently among those with work and not closed for this decode.
@@ -280,6 +290,9 @@ class Scorer {
   std::unordered_map<uint64_t, uint64_t> tenant_served_;  // tenant -> when it last had a branch placed
   CostModel cost_model_;
   DecodeCost cost_;  // cost_model_'s fit after the last decode
+  // What the decode being planned is filled to: the step target, or the max step while one tenant
+  // is alone (plan_batch).
+  double step_ms_ = 0;
   uint64_t decodes_seen_ = 0;
 
   std::thread thread_;

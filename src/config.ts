@@ -171,6 +171,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
   {
+    flag: '--max-step-ms',
+    env: 'ARBITRA_MAX_STEP_MS',
+    help: "while one key's work is all the engine holds, a decode carries as much of it as fits this many milliseconds (by the measured cost; its first piece goes whole); another key's request arriving meanwhile waits for at most one such decode, and decodes are then cut to 250 ms again (default 1000)",
+  },
+  {
     flag: '--liveness-seconds',
     env: 'ARBITRA_ENGINE_LIVENESS_SECONDS',
     help: 'an engine that holds work and finishes no decode for this long, plus ten times what the decode in progress should take, is wedged: /health says so and it is restarted (default 30)',
@@ -259,12 +264,13 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const host = raw('--host')?.value ?? '127.0.0.1';
   const { model, modelEntry, modelPull } = modelFor(raw('--model')?.value, env);
   const engine: Partial<EngineOptions> = {};
-  const engineKnobs: [string, 'contextSize' | 'threads' | 'maxSequences' | 'batchSize' | 'kvCells', number][] = [
+  const engineKnobs: [string, 'contextSize' | 'threads' | 'maxSequences' | 'batchSize' | 'kvCells' | 'maxStepMs', number][] = [
     ['--kv-cells', 'kvCells', 1 << 24],
     ['--ctx-size', 'contextSize', 1 << 24],
     ['--threads', 'threads', 1024],
     ['--max-sequences', 'maxSequences', 4096],
     ['--batch-size', 'batchSize', 1 << 20],
+    ['--max-step-ms', 'maxStepMs', 600_000],
   ];
   for (const [flag, key, max] of engineKnobs) {
     const v = int(flag, 1, max);

@@ -223,12 +223,30 @@ std::vector<Branch> branches(int n, int seed, int len = 4) {
 }
 
 // Decodes carry one piece each once the cost is measured, as a 1.5B model's on two CPU cores do
-// (the rig's model then takes time per token, so the cost is measured).
+// (the rig's model then takes time per token, so the cost is measured), one tenant alone or not.
 ScorerOptions one_piece_per_decode() {
   ScorerOptions o;
   o.n_seq_max = 16;
   o.step_target_ms = 1e-9;
+  o.max_step_ms = 1e-9;
   return o;
+}
+
+// Decodes of one piece each while tenants share the engine, and bounded by the batch alone while
+// one tenant's work is all there is.
+ScorerOptions one_piece_unless_alone() {
+  ScorerOptions o;
+  o.n_seq_max = 32;
+  o.step_target_ms = 1e-9;
+  o.max_step_ms = 1e9;
+  return o;
+}
+
+// Runs jobs until the rig's decodes have a measured cost, so that the step bounds apply.
+void measure_cost(Rig& rig) {
+  for (int i = 0; i < 12; ++i) rig.submit(500 + i, tokens({8}, 10 + 7 * i, 500 + i), branches(1 + i % 3, 500 + i, 2 + i % 5), 1);
+  rig.drain();
+  check(rig.scorer->stats().cost.known(), "the cost is measured");
 }
 
 void test_one_question_is_one_decode() {
@@ -311,6 +329,45 @@ void test_stream_of_new_jobs_cannot_starve_an_old_one() {
   rig.check_results();
 }
 
+// One tenant alone: nobody waits behind a decode, so once its prefix is in, one decode takes every
+// branch the batch holds, where the step target would have made each branch a decode of its own.
+void test_lone_tenant_work_taken_whole() {
+  Rig rig(one_piece_unless_alone());
+  measure_cost(rig);
+  const int before = rig.model->decodes;
+  rig.submit(1, tokens({4}, 40, 60), branches(12, 60, 6), 7);
+  rig.drain();
+  check(rig.model->decodes - before == 2,
+        "a lone job of 12 branches took " + std::to_string(rig.model->decodes - before) + " decodes (its prefix with its first branch, then the rest)");
+  check(rig.model->tokens_per_decode.back() == 11 * 6, "the second decode carried every other branch");
+  check(rig.scorer->stats().lone_decodes >= 2, "the decodes are counted as filled to the max step");
+  rig.check_results();
+}
+
+// Another tenant's request that arrives while one tenant's large decode runs waits for that decode
+// only: the next decode is cut back to the step target and carries the newcomer's piece, and once
+// it is done the lone tenant's decodes fill up again.
+void test_newcomer_waits_for_one_large_step() {
+  ScorerOptions o = one_piece_unless_alone();
+  o.n_batch = 64;  // so that the lone tenant's work outlasts two decodes
+  Rig rig(o);
+  measure_cost(rig);
+  for (int j = 0; j < 4; ++j) rig.submit(10 + j, tokens({5}, 30, 70 + j), branches(10, 70 + j, 5), 1);
+  rig.step();  // tenant 1 alone: a large decode (its prefixes)
+  rig.step();  // and another (branches)
+  const int32_t large = rig.model->tokens_per_decode.back();
+  check(large > 5 + 1, "the lone tenant's decode carried " + std::to_string(large) + " tokens, more than one piece");
+  rig.submit(2, tokens({6}, 20, 80), branches(1, 80, 5), 2);
+  rig.step();
+  check(rig.done.count(2) == 1, "the newcomer was answered by the first decode after it came");
+  check(rig.model->tokens_per_decode.back() == 21 + 5,
+        "that decode was cut to the step target: the newcomer's piece alone, " + std::to_string(rig.model->tokens_per_decode.back()) + " tokens");
+  rig.step();
+  check(rig.model->tokens_per_decode.back() > 5, "alone again, the next decode carried " + std::to_string(rig.model->tokens_per_decode.back()) + " tokens");
+  rig.drain();
+  rig.check_results();
+}
+
 void test_cancelled_job_releases_everything() {
   Rig rig(one_piece_per_decode());
   auto flag = rig.submit(1, tokens({4}, 30, 6), branches(20, 6), 1);
@@ -336,6 +393,7 @@ void test_long_branch_is_cut_into_chunks() {
   ScorerOptions o;
   o.n_seq_max = 8;
   o.step_target_ms = 0.4;  // the rig's model then takes 20 us a token: about 40 tokens a chunk
+  o.max_step_ms = 0.4;     // the same bound while one tenant is alone
   Rig rig(o);
   for (int i = 0; i < 12; ++i) rig.submit(i, tokens({3}, 10 + 7 * i, 20 + i), branches(1 + i % 3, i, 2 + i % 5), 1);
   rig.drain();
@@ -499,6 +557,8 @@ int main() {
       {"a new state is not starved by its own tenant's cached stream", test_no_starvation_same_tenant},
       {"a new state is not starved by another tenant's cached stream", test_no_starvation_other_tenant},
       {"a stream of new jobs cannot starve an old one", test_stream_of_new_jobs_cannot_starve_an_old_one},
+      {"a lone tenant's work is taken whole", test_lone_tenant_work_taken_whole},
+      {"a newcomer waits for one large step, then steps shrink to the target", test_newcomer_waits_for_one_large_step},
       {"a cancelled job releases its prefix and sequences", test_cancelled_job_releases_everything},
       {"a long branch is cut into chunks", test_long_branch_is_cut_into_chunks},
       {"a branch longer than the batch is decoded in chunks", test_branch_longer_than_the_batch},

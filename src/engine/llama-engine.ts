@@ -22,6 +22,7 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   livenessSeconds: 30,
   faultStallAfterDecodes: 0,
   stepTargetMs: 250,
+  maxStepMs: 1000,
 };
 
 export interface ScoreBranchTokens {
@@ -83,6 +84,7 @@ async function modelFacts(modelPath: string, raw: Record<string, unknown>): Prom
     hasChatTemplate: Boolean(raw.hasChatTemplate),
     prefixChunk: Number(raw.prefixChunk),
     stepTargetMs: Number(raw.stepTargetMs),
+    maxStepMs: Number(raw.maxStepMs),
   };
 }
 

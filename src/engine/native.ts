@@ -32,6 +32,8 @@ export interface NativeStats {
   /** Tokens and logits rows of the decode running now; 0 between decodes. */
   stepTokens: number;
   stepRows: number;
+  /** Decodes filled to the max step, one tenant's work being alone in the engine. */
+  loneDecodes: number;
   pending: number;
 }
 

@@ -68,6 +68,11 @@ export interface EngineOptions {
    * how long a newcomer may wait behind work already running, against how much each decode carries.
    */
   stepTargetMs: number;
+  /**
+   * While every job in hand is one tenant's, a decode is filled up to this instead: fewer, fuller
+   * decodes, at the cost of another tenant's newcomer waiting for at most one of them.
+   */
+  maxStepMs: number;
 }
 
 export interface ModelFacts {
@@ -106,6 +111,8 @@ export interface ModelFacts {
   /** How the scorer cuts work into decodes: prefix tokens per decode at most, and the time a decode is filled to. */
   prefixChunk: number;
   stepTargetMs: number;
+  /** The bound of a decode while one tenant's work is alone in the engine (never below stepTargetMs). */
+  maxStepMs: number;
 }
 
 /**

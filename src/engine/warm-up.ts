@@ -25,13 +25,14 @@ function prose(engine: LlamaEngine): Int32Array {
 }
 
 /**
- * How many branches of `tokens` fill about `decodes` decodes of the step target at the cost
- * measured so far, so that the warm-up takes about as many decodes on a slow model as on a fast one.
+ * How many branches of `tokens` fill about `decodes` decodes at the cost measured so far, so that
+ * the warm-up takes about as many decodes on a slow model as on a fast one. The warm-up is the one
+ * tenant in the engine, so its decodes are filled to the max step.
  */
 function branchesFilling(engine: LlamaEngine, decodes: number, tokens: number): number {
   const cost = engine.stats().cost;
   const branchMs = cost.perTokenMs * tokens + cost.perRowMs;
-  const perDecode = branchMs > 0 ? Math.max(1, Math.floor((engine.facts.stepTargetMs - cost.perDecodeMs) / branchMs)) : 8;
+  const perDecode = branchMs > 0 ? Math.max(1, Math.floor((engine.facts.maxStepMs - cost.perDecodeMs) / branchMs)) : 8;
   return Math.min(48, Math.max(decodes, perDecode * decodes));
 }
 

@@ -50,6 +50,11 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
     });
   fromStats('arbitra_engine_queue_depth', 'Scoring jobs waiting or running in the engine', (s) => s.queueDepth);
   fromStats('arbitra_engine_decodes_total', 'llama_decode calls since the engine started', (s) => s.decodes);
+  fromStats(
+    'arbitra_engine_lone_decodes_total',
+    "Decodes filled to --max-step-ms because one key's work was all the engine held, of arbitra_engine_decodes_total",
+    (s) => s.loneDecodes,
+  );
   fromStats('arbitra_engine_tokens_evaluated_total', 'Tokens run through the model since the engine started', (s) => s.tokensEvaluated);
   fromStats('arbitra_engine_branches_scored_total', 'Question branches scored since the engine started', (s) => s.branchesScored);
   fromStats('arbitra_engine_jobs_cancelled_total', 'Scoring jobs dropped because their client left or their deadline passed', (s) => s.jobsCancelled);

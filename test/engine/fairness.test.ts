@@ -167,7 +167,15 @@ t.test("with one piece per decode, a key's new state is not starved by the same 
   // clients resending one cached question kept a two-question request from its second question for
   // good. Now its tenant's jobs take turns: each of its pieces waits for at most one piece of each
   // of the three others, and the one running when it came.
-  const onePiece = await createLocalEngine(TEST_MODEL, { threads: 2, contextSize: 512, maxSequences: 8, batchSize: 256, microBatchSize: 256, stepTargetMs: 1 });
+  const onePiece = await createLocalEngine(TEST_MODEL, {
+    threads: 2,
+    contextSize: 512,
+    maxSequences: 8,
+    batchSize: 256,
+    microBatchSize: 256,
+    stepTargetMs: 1,
+    maxStepMs: 1,
+  });
   t.teardown(() => onePiece.close());
   for (const [name, tenant, count] of CASES) {
     const r = await besideCachedStream(onePiece.engine, tenant, count, `one piece ${name}`);
