@@ -22,7 +22,12 @@ export interface WorkShape {
 export interface DecodePlan {
   prefixChunk: number;
   stepTargetMs: number;
+  /** The bound of a decode while one tenant's work is alone: how long the decode in progress may hold a newcomer. */
+  maxStepMs: number;
 }
+
+/** The scorer never cuts a branch into chunks shorter than this (kMinChunk). */
+const MIN_CHUNK_TOKENS = 32;
 
 /**
  * Work is admitted only where it is reckoned to finish within this share of the time its request
@@ -35,18 +40,35 @@ export function isMeasured(cost: DecodeCost): boolean {
 }
 
 /**
- * Engine milliseconds of the work when it runs alone: the prefix in chunks (its first branch rides
- * with the last one), then the other branches packed as many to a decode as fit the step target.
+ * Decodes a branch of `tokens` takes when it is cut into chunks as the scorer cuts one beside other
+ * tenants' work (branch_piece): a branch whose decode alone would take more than twice the step
+ * target goes in the fewest chunks that each fit it, and each chunk pays a decode's fixed part.
+ */
+export function branchChunks(cost: DecodeCost, tokens: number, plan: DecodePlan): number {
+  const alone = 2 * plan.stepTargetMs - cost.perDecodeMs - cost.perRowMs;
+  const longest = Math.max(MIN_CHUNK_TOKENS, alone > 0 ? Math.floor(alone / Math.max(cost.perTokenMs, 1e-9)) : 0);
+  return Math.max(1, Math.ceil(tokens / longest));
+}
+
+/**
+ * Engine milliseconds of the work: the prefix in chunks (its first branch rides with the last one),
+ * then the other branches packed as many to a decode as fit the step target, or each in its chunks.
+ * Reckoned with decodes cut to the step target, as they are while other tenants have work; alone,
+ * the scorer fills decodes up to the max step and the work takes less.
  */
 export function workMs(cost: DecodeCost, work: WorkShape, plan: DecodePlan): number {
   const rows = work.suffixTokens.length;
   const suffixTokens = work.suffixTokens.reduce((n, s) => n + s, 0);
-  const branchMs = rows > 0 ? cost.perTokenMs * (suffixTokens / rows) + cost.perRowMs : 0;
+  const meanSuffix = rows > 0 ? suffixTokens / rows : 0;
+  const branchMs = cost.perTokenMs * meanSuffix + cost.perRowMs;
+  const chunks = rows > 0 ? branchChunks(cost, meanSuffix, plan) : 1;
   // Packed as the scorer packs them (tokens_in_time): the decode's own cost counts against the step
   // target. Leaving it out put more branches in a decode than the scorer does, and so counted too
   // few decodes: about a tenth too little time for a request of many short branches.
   const perDecode = Math.max(1, Math.floor((plan.stepTargetMs - cost.perDecodeMs) / Math.max(branchMs, 1e-9)));
-  const decodes = Math.max(1, Math.ceil(work.prefixTokens / plan.prefixChunk)) + Math.ceil(Math.max(0, rows - 1) / perDecode);
+  // A branch cut into chunks rides behind no prefix and shares no decode: every chunk is one.
+  const branchDecodes = chunks > 1 ? rows * chunks : Math.ceil(Math.max(0, rows - 1) / perDecode);
+  const decodes = Math.max(1, Math.ceil(work.prefixTokens / plan.prefixChunk)) + branchDecodes;
   return cost.perDecodeMs * decodes + cost.perTokenMs * (work.prefixTokens + suffixTokens) + cost.perRowMs * rows;
 }
 
@@ -93,14 +115,15 @@ export class WorkLedger {
 
   /**
    * Admits work of `workMs` with `budgetMs` left before its deadline (no deadline: any budget of
-   * Infinity), and counts it in hand until done(ticket).
+   * Infinity), and counts it in hand until done(ticket). `stepWaitMs`: how long the decode in
+   * progress may hold it before its first turn, while the engine holds any work.
    */
-  admit(tenant: string, workMs: number, budgetMs: number): Verdict {
+  admit(tenant: string, workMs: number, budgetMs: number, stepWaitMs = 0): Verdict {
     this.settle();
     if (workMs > budgetMs) return { admit: false, reason: 'too_costly', workMs };
     // Processor sharing: while this work runs, every tenant with work (its own included) takes an
-    // equal turn, each for at most what it has left.
-    let finishMs = workMs;
+    // equal turn, each for at most what it has left; first it waits for the decode in progress.
+    let finishMs = workMs + (this.inFlight.size > 0 ? stepWaitMs : 0);
     for (const mine of this.byTenant()) finishMs += Math.min(remaining(mine), workMs);
     if (finishMs > budgetMs) return { admit: false, reason: 'busy', workMs, finishMs, waitMs: finishMs - budgetMs };
     const ticket = this.nextTicket++;

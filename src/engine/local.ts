@@ -212,7 +212,7 @@ export class LocalEngine implements EngineService {
     const plan: DecodePlan = this.engineInfo;
     const ms = isMeasured(cost) ? workMs(cost, work, plan) : 0;
     const budgetMs = request.admitByCost ? (request.deadlineMs ?? Infinity) * DEADLINE_SHARE : Infinity;
-    const verdict = this.ledger.admit(request.tenant ?? '', ms, budgetMs);
+    const verdict = this.ledger.admit(request.tenant ?? '', ms, budgetMs, plan.maxStepMs);
     if (verdict.admit) return verdict.ticket;
     const branches = work.suffixTokens.length;
     const details = { estimatedMs: Math.round(verdict.workMs), budgetMs: Math.round(budgetMs), branches };

@@ -1,10 +1,10 @@
 // Admission by cost, as pure arithmetic: what work costs alone, how many branches fit a budget, and
 // how the ledger shares engine time out and refuses what cannot finish.
 import t from 'tap';
-import { branchesThatFit, shareOut, workMs, WorkLedger, type DecodeCost } from '../../src/engine/admission.js';
+import { branchChunks, branchesThatFit, shareOut, workMs, WorkLedger, type DecodeCost } from '../../src/engine/admission.js';
 
 const cost: DecodeCost = { perDecodeMs: 50, perTokenMs: 5, perRowMs: 1 };
-const plan = { prefixChunk: 512, stepTargetMs: 250 };
+const plan = { prefixChunk: 512, stepTargetMs: 250, maxStepMs: 1000 };
 
 t.test('work alone: the prefix in chunks, then branches packed to the step target', async (t) => {
   // 200 prefix tokens: one decode carrying the first branch; 40-token branches cost 201 ms, one a decode.
@@ -16,6 +16,18 @@ t.test('work alone: the prefix in chunks, then branches packed to the step targe
   // 250 ms step target is the decode's own (the scorer packs them so).
   const short = workMs(cost, { prefixTokens: 600, suffixTokens: Array(9).fill(10) }, plan);
   t.equal(short, 50 * (2 + 3) + 5 * (600 + 90) + 9, 'two prefix chunks, eight more branches in three decodes');
+});
+
+t.test('a branch longer than twice the step target takes is cut into chunks, each a decode of its own', async (t) => {
+  // 2 × 250 ms less the decode's own 51 ms leaves 449 ms: 89 tokens at 5 ms a token.
+  t.equal(branchChunks(cost, 89, plan), 1);
+  t.equal(branchChunks(cost, 90, plan), 2);
+  t.equal(branchChunks(cost, 300, plan), 4);
+  // Never cut below the scorer's 32 tokens, however slow a token is.
+  t.equal(branchChunks({ perDecodeMs: 50, perTokenMs: 100, perRowMs: 1 }, 64, plan), 2);
+  // Three 120-token branches: two chunks each, none riding behind the prefix.
+  const chunked = workMs(cost, { prefixTokens: 200, suffixTokens: [120, 120, 120] }, plan);
+  t.equal(chunked, 50 * (1 + 3 * 2) + 5 * (200 + 360) + 3);
 });
 
 t.test('branches that fit a budget: the most whose work stays within it', async (t) => {
@@ -48,6 +60,12 @@ t.test('the ledger refuses work that cannot finish alone, and work that cannot f
   if (big.admit) ledger.done(big.ticket);
   t.equal(ledger.pendingMs(), 0, 'nothing in hand once both are done');
   t.match(ledger.admit('b', 2_000, 3_000), { admit: true }, 'an idle engine admits what fits alone');
+});
+
+t.test('while the engine holds work, a newcomer first waits for the decode in progress', async (t) => {
+  const ledger = new WorkLedger(() => 0);
+  t.match(ledger.admit('a', 1_000, 1_500, 1_000), { admit: true }, 'an idle engine: no decode to wait for');
+  t.match(ledger.admit('b', 1_000, 2_500, 1_000), { admit: false, reason: 'busy', finishMs: 3_000 }, 'its turn, a turn of the work in hand, one max step');
 });
 
 t.test("a tenant's own work in hand delays its new work as another tenant's does", async (t) => {
