@@ -1,7 +1,7 @@
 // `npm run bench:api`: decisions per second and p50/p99 latency of POST /v1/systemone, with exact
 // kernels (the default) and with fast ones, against llama-server built from the same llama.cpp
 // source, same model and threads, asked one prompt per question × pass (n_predict 1, n_probs) by
-// the same load generator. The three servers run side by side and take turns on each cell in short
+// the same load generator. The servers run side by side and take turns on each cell in short
 // rounds, so that the machine's drift in speed falls on all of them alike. Writes bench/out/api.json
 // and the API section of bench/RESULTS.md.
 import fs from 'node:fs';
@@ -29,6 +29,9 @@ const seconds = Number(process.env.BENCH_SECONDS) || 15;
 const roundCount = Number(process.env.BENCH_ROUNDS) || 3;
 const roundSeconds = seconds / roundCount;
 const levels = (process.env.BENCH_CONCURRENCY ?? '1,8,32').split(',').map(Number);
+// Each value adds a server with exact kernels and that --max-step-ms beside the default one: the
+// throughput side of the step-size trade-off, measured in the same interleaved run.
+const maxSteps = (process.env.BENCH_MAX_STEP_MS ?? '').split(',').filter(Boolean).map(Number);
 const log = (msg: string): void => void process.stdout.write(`[bench:api] ${msg}\n`);
 const rel = (command: string): string =>
   command
@@ -82,11 +85,11 @@ interface Side {
   stop(): Promise<void>;
 }
 
-async function arbitraSide(kernels: 'exact' | 'fast'): Promise<Side & { kvCellsPeak(): Promise<number> }> {
+async function arbitraSide(kernels: 'exact' | 'fast', maxStepMs?: number): Promise<Side & { kvCellsPeak(): Promise<number> }> {
   const server = await serve({
     model,
     workers: 1,
-    args: ['--threads', String(threads), '--kernels', kernels],
+    args: ['--threads', String(threads), '--kernels', kernels, ...(maxStepMs === undefined ? [] : ['--max-step-ms', String(maxStepMs)])],
     env: { ARBITRA_RATE_LIMIT_RPS: '1000000', ARBITRA_MAX_IN_FLIGHT: '100000', ARBITRA_FREE_DAILY_DECISIONS: '100000000', ARBITRA_MONTHLY_CAP: '100000000' },
   });
   const { key } = await server.createKey('bench@example.com', 'bench:api').catch(async (err: unknown) => {
@@ -94,7 +97,7 @@ async function arbitraSide(kernels: 'exact' | 'fast'): Promise<Side & { kvCellsP
     throw err;
   });
   return {
-    name: `ours ${kernels}`,
+    name: maxStepMs === undefined ? `ours ${kernels}` : `ours ${kernels}, max step ${maxStepMs} ms`,
     command: server.command,
     residentMiB: () => sampleServer(server.pid).find((s) => s.role === 'engine')?.rssMb ?? NaN,
     async kvCellsPeak() {
@@ -113,7 +116,10 @@ async function arbitraSide(kernels: 'exact' | 'fast'): Promise<Side & { kvCellsP
   };
 }
 
-async function llamaServerSide(binary: string, prompts: Record<Workload, Prompts>): Promise<Side & { tokensPerDecision(w: Workload): number }> {
+async function llamaServerSide(
+  binary: string,
+  prompts: Record<Workload, Prompts>,
+): Promise<Side & { tokensPerDecision(w: Workload): number; forgetTokens(w: Workload): void }> {
   // One slot per concurrent prompt up to 32 (llama-server's continuous batching), each with room for one prompt.
   const server = await startLlamaServer(binary, { model, port: await freePort(), threads, parallel: 32, ctxPerSlot: 1024 });
   // Prompt tokens llama-server reports it evaluated: shows whether its slots reused any prefix.
@@ -141,6 +147,9 @@ async function llamaServerSide(binary: string, prompts: Record<Workload, Prompts
       return (await Promise.all(prompts[w].prompts.map((p) => ask(w, p.replace(STATE_SLOT, state))))).every(Boolean);
     },
     tokensPerDecision: (w) => (evaluated[w].tokens / evaluated[w].prompts) * prompts[w].prompts.length,
+    // The first decisions of a workload find its slots empty and evaluate whole prompts (3,924 tokens
+    // for (a) where a warm decision takes 860): counted in, they made its tokens per decision 1,044.
+    forgetTokens: (w) => void (evaluated[w] = { tokens: 0, prompts: 0 }),
   };
 }
 
@@ -162,17 +171,22 @@ async function main(): Promise<void> {
   const facts = await local.info();
   await local.close();
 
-  log('starting both of our servers and llama-server');
-  const starting = [arbitraSide('exact'), arbitraSide('fast'), llamaServerSide(serverBinary, prompts)] as const;
+  log('starting our servers and llama-server');
+  const starting = [
+    arbitraSide('exact'),
+    arbitraSide('fast'),
+    llamaServerSide(serverBinary, prompts),
+    ...maxSteps.map((v) => arbitraSide('exact', v)),
+  ] as const;
   const settled = await Promise.allSettled(starting);
   const failedStart = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failedStart) {
     await Promise.all(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.stop()] : [])));
     throw failedStart.reason;
   }
-  const [exact, fast, baseline] = await Promise.all(starting);
-  const sides: Side[] = [exact, fast, baseline];
-  const ours = [exact, fast];
+  const [exact, fast, baseline, ...stepped] = await Promise.all(starting);
+  const sides: Side[] = [exact, fast, baseline, ...stepped];
+  const ours = [exact, fast, ...stepped];
   // Our servers run in process groups of their own, which the terminal's Ctrl-C does not reach.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => void Promise.all(sides.map((s) => s.stop())).finally(() => process.exit(130)));
@@ -185,6 +199,7 @@ async function main(): Promise<void> {
     for (const w of WORKLOAD_NAMES) {
       // The first requests pay one-off costs (connections, graph allocation) that no cell should.
       for (const side of sides) await runRound(() => side.decide(w), { concurrency: 2, seconds: 0, minPerClient: 2 });
+      baseline.forgetTokens(w);
       for (const c of levels) {
         const rounds = sides.map((): LoadRound[] => []);
         for (let r = 0; r < roundCount; r++) {
@@ -226,7 +241,9 @@ async function main(): Promise<void> {
   const tokensPerSecond = (r: Row, side: Side): number =>
     r.results[side.name]!.perSecond * (side === baseline ? tokens[r.workload].baseline : tokens[r.workload].ours);
   const command = [
-    ...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS'].flatMap((k) => (process.env[k] ? [`${k}=${process.env[k]}`] : [])),
+    ...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS', 'BENCH_MAX_STEP_MS'].flatMap((k) =>
+      process.env[k] ? [`${k}=${process.env[k]}`] : [],
+    ),
     'npm run bench:api',
   ].join(' ');
   const out = {
@@ -298,8 +315,8 @@ async function main(): Promise<void> {
 - (b) ${WORKLOADS.b.name}: ${prompts.b.prompts.length} prompt per decision.
 - Ours, exact kernels (the default, batch-invariant: on which the determinism promise rests): \`${exact.command}\`.
 - Ours, fast kernels (llama.cpp's stock CPU kernels, chosen by batch shape): \`${fast.command}\`.
-- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.
-- Interleaved: the three servers are started together and stay up for the whole run; only one is loaded at a time, the others idle. Each cell is ${roundCount} rounds; in a round each server in turn gets the cell's load for ${roundSeconds.toFixed(0)} s and then until its requests in flight finish (a round shorter than a request is one wave of requests), and the order rotates, so that each server goes first once in ${sides.length} rounds. A server's decisions/s are its completions over the summed time of its rounds, its percentiles over all of its latencies: a slow spell of the machine falls on all three alike. One server's rounds within one cell still differed by up to ${drift.toFixed(1)}× (\`roundRates\` in bench/out/api.json).
+${stepped.map((s) => `- ${s.name[0]!.toUpperCase()}${s.name.slice(1)}: \`${s.command}\`.\n`).join('')}- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.
+- Interleaved: the ${sides.length} servers are started together and stay up for the whole run; only one is loaded at a time, the others idle. Each cell is ${roundCount} rounds; in a round each server in turn gets the cell's load for ${roundSeconds.toFixed(0)} s and then until its requests in flight finish (a round shorter than a request is one wave of requests), and the order rotates, so that each server goes first once in ${sides.length} rounds. A server's decisions/s are its completions over the summed time of its rounds, its percentiles over all of its latencies: a slow spell of the machine falls on all of them alike. One server's rounds within one cell still differed by up to ${drift.toFixed(1)}× (\`roundRates\` in bench/out/api.json).
 
 ${table}
 

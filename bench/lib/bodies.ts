@@ -88,3 +88,10 @@ export function decisionBody(size: Size, ref: number, largeQuestions = 50): Reco
   if (size === 'medium') return { state: `${TICKET} (ref ${ref})`, questions: MEDIUM_QUESTIONS, options: { debias: 'permute', debias_passes: 4 } };
   return { state: `${TICKET} (ref ${ref})`, questions: yesNoQuestions(largeQuestions) };
 }
+
+/** The body of README's `curl … -d '…'` example, so that a bench sends what README shows. */
+export function readmeExample(readme: string): { state: string } & Record<string, unknown> {
+  const m = /-d '(\{[\s\S]*?\})'\n/.exec(readme);
+  if (!m) throw new Error("README.md has no `curl ... -d '{...}'` example");
+  return JSON.parse(m[1]!) as { state: string } & Record<string, unknown>;
+}

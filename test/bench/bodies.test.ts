@@ -1,6 +1,7 @@
 // The load benches' request sizes are valid API requests of the sizes their reports name.
+import fs from 'node:fs';
 import t from 'tap';
-import { decisionBody } from '../../bench/lib/bodies.js';
+import { decisionBody, readmeExample } from '../../bench/lib/bodies.js';
 import { validateSystemOneRequest } from '../../src/api/schemas/systemone-validate.js';
 
 t.test('small, medium and large validate with 1, 4 and 50 questions', async (t) => {
@@ -17,4 +18,12 @@ t.test('a large body of 2,000 questions has 2,000 distinct instructions', async 
 
 t.test('every body has its own state', async (t) => {
   t.not(decisionBody('small', 1).state, decisionBody('small', 2).state);
+});
+
+t.test("README's curl example is a valid request of three questions, the body bench:first-decision sends", async (t) => {
+  const body = readmeExample(fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8'));
+  const request = validateSystemOneRequest(body);
+  t.equal(request.questions.length, 3);
+  t.match(body.state, /order arrived broken/);
+  t.throws(() => readmeExample('no example here'), /no `curl/);
 });
