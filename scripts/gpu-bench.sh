@@ -93,7 +93,7 @@ main() {
   buildlog="$WORK/build.log"
   {
     cmake -S native/tools -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DLLAMA_DIR=$src" "${cuda_flags[@]}" &&
-      cmake --build "$build" -j "$JOBS" --target arbitra-synth-gguf arbitra-scorer-bench llama-bench
+      cmake --build "$build" -j "$JOBS" --target arbitra-synth-gguf arbitra-scorer-bench arbitra-op-test llama-bench
   } >"$buildlog" 2>&1
   built=$?
   tail -n 150 "$buildlog" >"$OUT/build.log"
@@ -122,6 +122,13 @@ main() {
   fi
 
   status=0
+  # Single ops alone and beside others, bit for bit: required of the CPU's exact kernels, reported for the GPU's.
+  say "-- arbitra-op-test --backend all"
+  if timeout "$BENCH_TIMEOUT" "$bin/arbitra-op-test" --backend all >"$WORK/op-test.txt" 2>>"$runlog"; then ops=ok; else ops=failed; status=1; fi
+  grep -v '^  FAIL' "$WORK/op-test.txt" | tee -a "$summary"
+  lap
+  say "op tests: $ops ($took)"
+
   reps=3
   [ "$QUICK" = 1 ] && reps=1
   say "-- llama-bench -ngl $ngl -p 512 -n 0 -r $reps"

@@ -1,0 +1,382 @@
+// Batch invariance of single ops on a ggml backend, with no model: a matrix product of each weight
+// type the catalogue serves, and flash attention over a KV cache, must give a row the same bits
+// whatever else the op computes beside it. A product's row alone and among other rows at every
+// place in batches of every width; an attention row alone and beside other sequences' rows, with
+// its cells contiguous or interleaved among other sequences' cells in another order, and with the
+// cache cut at different lengths; each on 1 and 3 threads. These are the properties the engine's
+// determinism promise rests on, held where they are made, below llama.cpp's graph.
+//
+// Run by test/engine/native-ops.test.ts on the CPU backend with its batch-invariant kernels; with
+// --backend all every other backend the build has (CUDA) runs the same checks and reports them.
+// Prints one line per test and exits non-zero on a failure of a required backend.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+
+namespace {
+
+int failures = 0;
+std::string current;
+
+void check(bool ok, const std::string& what) {
+  if (ok) return;
+  ++failures;
+  std::printf("  FAIL %s: %s\n", current.c_str(), what.c_str());
+}
+
+std::vector<float> randoms(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> out(n);
+  for (float& x : out) x = d(rng);
+  return out;
+}
+
+// The backend under test, with the thread count its CPU variant runs at.
+struct Backend {
+  ggml_backend_t backend = nullptr;
+  ggml_backend_dev_t dev = nullptr;
+  bool cpu = false;
+  void threads(int n) const {
+    if (cpu) ggml_backend_cpu_set_n_threads(backend, n);
+  }
+};
+
+// One graph's inputs, output and buffer: inputs are copied in after allocation, the output read back.
+class Graph {
+ public:
+  Graph() : ctx_(ggml_init({ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true})) {}
+  ~Graph() { ggml_free(ctx_); }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ggml_context* ctx() { return ctx_; }
+
+  ggml_tensor* input(ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, const void* data, size_t bytes) {
+    ggml_tensor* t = ggml_new_tensor_3d(ctx_, type, ne0, ne1, ne2);
+    ggml_set_input(t);
+    inputs_.emplace_back(t, std::vector<uint8_t>(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes));
+    return t;
+  }
+
+  std::vector<float> run(const Backend& b, ggml_tensor* out) {
+    ggml_cgraph* gf = ggml_new_graph(ctx_);
+    ggml_build_forward_expand(gf, out);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx_, b.backend);
+    for (auto& [t, data] : inputs_) ggml_backend_tensor_set(t, data.data(), 0, data.size());
+    check(ggml_backend_graph_compute(b.backend, gf) == GGML_STATUS_SUCCESS, "the graph computes");
+    std::vector<float> r(static_cast<size_t>(ggml_nelements(out)));
+    ggml_backend_tensor_get(out, r.data(), 0, r.size() * sizeof(float));
+    ggml_backend_buffer_free(buf);
+    return r;
+  }
+
+ private:
+  ggml_context* ctx_;
+  std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> inputs_;
+};
+
+bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+float largest_difference(const float* a, const float* b, size_t n) {
+  float worst = 0.0f;
+  for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+// ---- matrix products ----
+
+constexpr int64_t kK = 512;  // two K-quant super-blocks per row: the reduction has an order to keep
+constexpr int64_t kN = 128;  // a multiple of every repacked layout's rows
+
+// The buffer type llama.cpp would put this weight in on this backend: the CPU's repacked layout
+// where it takes the type (the engine's weights are repacked), else the backend's own.
+ggml_backend_buffer_type_t weight_buffer_type(const Backend& b, ggml_tensor* w) {
+  if (!b.cpu) return ggml_backend_get_default_buffer_type(b.backend);
+  ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(b.dev);
+  auto extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
+  if (extra == nullptr) return ggml_backend_get_default_buffer_type(b.backend);
+  ggml_context* probe = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
+  ggml_tensor* x = ggml_new_tensor_2d(probe, GGML_TYPE_F32, kK, 8);
+  ggml_tensor* op = ggml_mul_mat(probe, w, x);
+  ggml_backend_buffer_type_t chosen = ggml_backend_get_default_buffer_type(b.backend);
+  for (ggml_backend_buffer_type_t* t = extra(b.dev); t != nullptr && *t != nullptr; ++t) {
+    if (std::strcmp(ggml_backend_buft_name(*t), "CPU_REPACK") != 0) continue;
+    // As llama.cpp's loader asks: does the device take this op with its weight in that buffer type?
+    ggml_backend_buffer_t dummy = ggml_backend_buft_alloc_buffer(*t, 0);
+    w->buffer = dummy;
+    if (ggml_backend_dev_supports_op(b.dev, op)) chosen = *t;
+    w->buffer = nullptr;
+    ggml_backend_buffer_free(dummy);
+  }
+  ggml_free(probe);
+  return chosen;
+}
+
+struct Weight {
+  ggml_context* ctx = nullptr;
+  ggml_backend_buffer_t buf = nullptr;
+  ggml_tensor* t = nullptr;
+  std::string where;
+  ~Weight() {
+    if (buf) ggml_backend_buffer_free(buf);
+    if (ctx) ggml_free(ctx);
+  }
+};
+
+void make_weight(const Backend& b, ggml_type type, Weight* w) {
+  w->ctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
+  w->t = ggml_new_tensor_2d(w->ctx, type, kK, kN);
+  ggml_backend_buffer_type_t buft = weight_buffer_type(b, w->t);
+  w->where = ggml_backend_buft_name(buft);
+  w->buf = ggml_backend_alloc_ctx_tensors_from_buft(w->ctx, buft);
+  const std::vector<float> f = randoms(static_cast<size_t>(kK * kN), 7 + static_cast<uint32_t>(type));
+  std::vector<uint8_t> data(ggml_row_size(type, kK) * kN);
+  ggml_quantize_init(type);
+  ggml_quantize_chunk(type, f.data(), data.data(), 0, kN, kK, nullptr);
+  ggml_backend_tensor_set(w->t, data.data(), 0, data.size());
+}
+
+// The product's output row for activation row `at` of a batch of `width` rows, the others random.
+std::vector<float> product_row(const Backend& b, const Weight& w, const std::vector<float>& row, int64_t width, int64_t at, uint32_t seed) {
+  std::vector<float> x = randoms(static_cast<size_t>(kK * width), seed);
+  std::copy(row.begin(), row.end(), x.begin() + at * kK);
+  Graph g;
+  ggml_tensor* in = g.input(GGML_TYPE_F32, kK, width, 1, x.data(), x.size() * sizeof(float));
+  const std::vector<float> y = g.run(b, ggml_mul_mat(g.ctx(), w.t, in));
+  return std::vector<float>(y.begin() + at * kN, y.begin() + (at + 1) * kN);
+}
+
+void test_product(const Backend& b, ggml_type type) {
+  Weight w;
+  make_weight(b, type, &w);
+  current = std::string("a ") + ggml_type_name(type) + " product's row is the same in every batch (" + w.where + ")";
+  const std::vector<float> row = randoms(static_cast<size_t>(kK), 99);
+  b.threads(2);
+  const std::vector<float> alone = product_row(b, w, row, 1, 0, 1);
+  float worst = 0.0f;
+  int compared = 0;
+  for (int threads : {1, 3}) {
+    b.threads(threads);
+    for (int64_t width : {1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64}) {
+      for (int64_t at : {int64_t{0}, width / 2, width - 1}) {
+        const std::vector<float> beside = product_row(b, w, row, width, at, static_cast<uint32_t>(1000 * width + at));
+        ++compared;
+        if (!same_bits(alone.data(), beside.data(), alone.size())) {
+          worst = std::max(worst, largest_difference(alone.data(), beside.data(), alone.size()));
+          check(false, "row " + std::to_string(at) + " of " + std::to_string(width) + " on " + std::to_string(threads) + " threads differs from the row alone");
+        }
+      }
+    }
+  }
+  std::printf("# %s: %d placements compared, largest difference %g\n", current.c_str(), compared, static_cast<double>(worst));
+}
+
+// ---- attention ----
+
+constexpr int64_t kD = 64;       // head size
+constexpr int64_t kHeads = 4;    // query heads
+constexpr int64_t kKvHeads = 2;  // KV heads (grouped-query attention)
+constexpr int kProbeLen = 150;   // the probe sequence's tokens; its last rows are the queries
+constexpr int kProbeRows = 5;
+
+// A token's key, value and query, a function of its sequence and position alone, so that every
+// layout of the cache holds the same values for the same token.
+std::vector<float> vec_of(int seq, int pos, int what, int64_t n) {
+  return randoms(static_cast<size_t>(n), static_cast<uint32_t>(seq * 1000003 + pos * 7 + what));
+}
+
+struct Cell {
+  int seq = -1;  // -1: empty
+  int pos = 0;
+};
+
+struct Query {
+  int seq;
+  int pos;
+};
+
+// Attention of `queries` over `cells` (positions from each cell), causal within each sequence; the
+// output rows of the queries of sequence 0.
+std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, const std::vector<Query>& queries) {
+  const int64_t n_kv = static_cast<int64_t>(cells.size());
+  const int64_t n_q = static_cast<int64_t>(queries.size());
+  std::vector<ggml_fp16_t> k(static_cast<size_t>(kD * n_kv * kKvHeads)), v(k.size());
+  std::vector<int32_t> pos(static_cast<size_t>(n_kv));
+  for (int64_t c = 0; c < n_kv; ++c) {
+    pos[static_cast<size_t>(c)] = cells[static_cast<size_t>(c)].seq < 0 ? -1 : cells[static_cast<size_t>(c)].pos;
+    for (int64_t h = 0; h < kKvHeads; ++h) {
+      const Cell& cell = cells[static_cast<size_t>(c)];
+      const std::vector<float> kv = cell.seq < 0 ? std::vector<float>(2 * kD, 0.0f) : vec_of(cell.seq, cell.pos, static_cast<int>(h), 2 * kD);
+      ggml_fp32_to_fp16_row(kv.data(), &k[static_cast<size_t>((h * n_kv + c) * kD)], kD);
+      ggml_fp32_to_fp16_row(kv.data() + kD, &v[static_cast<size_t>((h * n_kv + c) * kD)], kD);
+    }
+  }
+  std::vector<float> q(static_cast<size_t>(kD * n_q * kHeads));
+  std::vector<ggml_fp16_t> mask(static_cast<size_t>(n_kv * n_q));
+  for (int64_t i = 0; i < n_q; ++i) {
+    const Query& qi = queries[static_cast<size_t>(i)];
+    for (int64_t h = 0; h < kHeads; ++h) {
+      const std::vector<float> qv = vec_of(qi.seq, qi.pos, 100 + static_cast<int>(h), kD);
+      std::copy(qv.begin(), qv.end(), q.begin() + (h * n_q + i) * kD);
+    }
+    for (int64_t c = 0; c < n_kv; ++c) {
+      const Cell& cell = cells[static_cast<size_t>(c)];
+      const bool visible = cell.seq == qi.seq && cell.pos <= qi.pos;
+      mask[static_cast<size_t>(i * n_kv + c)] = ggml_fp32_to_fp16(visible ? 0.0f : -INFINITY);
+    }
+  }
+  Graph g;
+  ggml_tensor* tq = g.input(GGML_TYPE_F32, kD, n_q, kHeads, q.data(), q.size() * sizeof(float));
+  ggml_tensor* tk = g.input(GGML_TYPE_F16, kD, n_kv, kKvHeads, k.data(), k.size() * sizeof(ggml_fp16_t));
+  ggml_tensor* tv = g.input(GGML_TYPE_F16, kD, n_kv, kKvHeads, v.data(), v.size() * sizeof(ggml_fp16_t));
+  ggml_tensor* tm = g.input(GGML_TYPE_F16, n_kv, n_q, 1, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+  ggml_tensor* tp = g.input(GGML_TYPE_I32, n_kv, 1, 1, pos.data(), pos.size() * sizeof(int32_t));
+  ggml_tensor* out = ggml_flash_attn_ext(g.ctx(), tq, tk, tv, tm, 1.0f / std::sqrt(static_cast<float>(kD)), 0.0f, 0.0f);
+  ggml_flash_attn_ext_set_kv_pos(out, tp);
+  const std::vector<float> r = g.run(b, out);  // [kD, kHeads, n_q]
+  // Sequence 0's rows in position order, wherever they sat in the batch.
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < n_q; ++i) {
+    if (queries[static_cast<size_t>(i)].seq == 0) rows.push_back(i);
+  }
+  std::sort(rows.begin(), rows.end(), [&queries](int64_t a, int64_t b) { return queries[static_cast<size_t>(a)].pos < queries[static_cast<size_t>(b)].pos; });
+  std::vector<float> mine;
+  for (int64_t i : rows) mine.insert(mine.end(), r.begin() + i * kD * kHeads, r.begin() + (i + 1) * kD * kHeads);
+  return mine;
+}
+
+std::vector<Query> probe_rows() {
+  std::vector<Query> q;
+  for (int p = kProbeLen - kProbeRows; p < kProbeLen; ++p) q.push_back({0, p});
+  return q;
+}
+
+// The probe's cells in position order at the start of the cache, then `pad` empty cells.
+std::vector<Cell> contiguous(int pad) {
+  std::vector<Cell> cells;
+  for (int p = 0; p < kProbeLen; ++p) cells.push_back({0, p});
+  cells.resize(cells.size() + static_cast<size_t>(pad));
+  return cells;
+}
+
+// The probe's cells among `others` other sequences' cells, shuffled: in no order, anywhere.
+std::vector<Cell> interleaved(int others, uint32_t seed) {
+  std::vector<Cell> cells = contiguous(0);
+  for (int s = 1; s <= others; ++s) {
+    for (int p = 0; p < 40 + 17 * s; ++p) cells.push_back({s, p});
+  }
+  cells.resize(cells.size() + 9);
+  std::mt19937 rng(seed);
+  std::shuffle(cells.begin(), cells.end(), rng);
+  return cells;
+}
+
+void test_attention(const Backend& b) {
+  current = "an attention row is the same whatever shares its cache and its batch";
+  b.threads(2);
+  const std::vector<Query> mine = probe_rows();
+  const std::vector<float> alone = attend(b, contiguous(0), mine);
+  struct Case {
+    std::string name;
+    std::vector<Cell> cells;
+    std::vector<Query> queries;
+  };
+  std::vector<Case> cases;
+  for (int pad : {1, 63, 64, 200}) cases.push_back({"the cache cut " + std::to_string(pad) + " cells later", contiguous(pad), mine});
+  for (int n = 1; n < kProbeRows; ++n) {
+    // One query row alone: the kernels that split a single row over the cache.
+    cases.push_back({"row " + std::to_string(n) + " alone", contiguous(0), {mine[static_cast<size_t>(n)]}});
+  }
+  for (int others : {1, 3}) {
+    for (uint32_t seed : {1u, 2u}) {
+      std::vector<Query> beside = mine;
+      for (int s = 1; s <= others; ++s) {
+        for (int r = 0; r < 30 * s; ++r) beside.push_back({s, 40 + 17 * s - 1 - (r % (40 + 17 * s))});
+      }
+      std::shuffle(beside.begin(), beside.end(), std::mt19937(seed));
+      cases.push_back({"interleaved among " + std::to_string(others) + " sequences' cells, rows shuffled among theirs (" + std::to_string(seed) + ")",
+                       interleaved(others, seed), beside});
+      cases.push_back({"interleaved among " + std::to_string(others) + " sequences' cells, alone in the batch", interleaved(others, seed + 10), mine});
+    }
+  }
+  // Beyond the 64-row tile: the probe's rows inside a batch of more than 64 rows of another sequence.
+  std::vector<Query> wide = mine;
+  for (int r = 0; r < 90; ++r) wide.push_back({1, 56});
+  cases.push_back({"beside 90 rows of another sequence", interleaved(1, 5), wide});
+  float worst = 0.0f;
+  for (int threads : {1, 3}) {
+    b.threads(threads);
+    for (const Case& c : cases) {
+      std::vector<float> got = attend(b, c.cells, c.queries);
+      // A case with one row gives that row only: compare it with the same row alone.
+      const size_t row = static_cast<size_t>(kD * kHeads);
+      size_t offset = 0;
+      if (c.queries.size() == 1) offset = static_cast<size_t>(c.queries[0].pos - (kProbeLen - kProbeRows)) * row;
+      const size_t n = got.size();
+      if (n == 0 || offset + n > alone.size()) {
+        check(false, c.name + ": the probe's rows are missing from the output");
+        continue;
+      }
+      if (!same_bits(alone.data() + offset, got.data(), n)) {
+        worst = std::max(worst, largest_difference(alone.data() + offset, got.data(), n));
+        check(false, c.name + " on " + std::to_string(threads) + " threads differs from the rows alone");
+      }
+    }
+  }
+  std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), 2 * cases.size(), static_cast<double>(worst));
+}
+
+// The catalogue's weight types and the types docs/models.md recommends.
+const ggml_type kTypes[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1};
+
+int run_backend(const Backend& b, bool required) {
+  const int before = failures;
+  std::printf("# backend %s%s\n", ggml_backend_name(b.backend), required ? "" : " (reported, not required)");
+  for (ggml_type t : kTypes) {
+    const int f = failures;
+    test_product(b, t);
+    std::printf("%s %s\n", failures == f ? "ok" : "not ok", current.c_str());
+  }
+  const int f = failures;
+  test_attention(b);
+  std::printf("%s %s\n", failures == f ? "ok" : "not ok", current.c_str());
+  const int failed = failures - before;
+  if (!required) failures = before;
+  return failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool all = argc > 1 && std::string(argv[1]) == "--backend" && argc > 2 && std::string(argv[2]) == "all";
+  const bool stock = std::find_if(argv, argv + argc, [](const char* a) { return std::string(a) == "--stock"; }) != argv + argc;
+  ggml_backend_load_all();
+  int required_failures = 0;
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    Backend b;
+    b.dev = ggml_backend_dev_get(i);
+    const auto type = ggml_backend_dev_type(b.dev);
+    b.cpu = type == GGML_BACKEND_DEVICE_TYPE_CPU;
+    if (!b.cpu && !(all && type == GGML_BACKEND_DEVICE_TYPE_GPU)) continue;
+    b.backend = ggml_backend_dev_init(b.dev, nullptr);
+    // The engine's exact kernels; --stock shows what llama.cpp's own kernels do (reported only).
+    if (b.cpu) ggml_backend_cpu_set_batch_invariant(b.backend, !stock);
+    const int failed = run_backend(b, b.cpu && !stock);
+    if (b.cpu && !stock) required_failures += failed;
+    ggml_backend_free(b.backend);
+  }
+  std::printf("%d failure(s)\n", required_failures);
+  return required_failures == 0 ? 0 : 1;
+}
