@@ -1,11 +1,12 @@
 // `npm run bench:first-decision`: how long a newcomer waits for README's example, the three-question
 // decision with 4 permute passes, each time about a state the server has never seen, on a server
-// started the way README starts it (default model, 2 HTTP workers). The official JS client
-// (@typesafe-ai/sdk, unmodified, default settings) gives up on an attempt after 10 s and retries
-// twice: the same request is then sent through it, and every attempt is counted. With
-// --compare-max-step-ms V a second server with that --max-step-ms takes its turn after each request of
-// the first, so both meet the same machine. Writes bench/out/first-decision.json and the "First
-// decision" section of bench/RESULTS.md.
+// started the way README starts it (default model, 2 HTTP workers), from the first request after
+// it says it listens (its self-test still running). The official JS client (@typesafe-ai/sdk,
+// unmodified, default settings) gives up on an attempt after 10 s and retries twice: the same
+// request is then sent through it, and every attempt is counted. With --compare-max-step-ms V a
+// server with that --max-step-ms is measured the same way after the first one has stopped, so that
+// neither meets the other's start-up. Writes bench/out/first-decision.json and the "First decision"
+// section of bench/RESULTS.md.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +23,7 @@ import { latencySummary, ms, type LatencySummary } from './lib/stats.js';
 const { values, common } = benchArgs({
   /** Requests per server and client. */
   runs: { type: 'string' },
-  /** A second server with this --max-step-ms, for a before/after in one run. */
+  /** A second server with this --max-step-ms, measured after the first, for a before/after in one run. */
   'compare-max-step-ms': { type: 'string' },
 });
 const runs = numberOption(values.runs, 'runs', 20);
@@ -41,6 +42,7 @@ interface Side {
   server: Served;
   key: string;
   client: TypeSafeClient;
+  /** Milliseconds of each direct request, the first one sent as soon as the server listened. */
   direct: number[];
   failures: string[];
   sdk: { ms: number[]; ok: number; failed: string[]; attempts: number };
@@ -77,18 +79,24 @@ async function viaSdk(s: Side): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  log(`starting the server${compare === null ? '' : 's'} (${common.model})`);
-  const sides = [await side('default', [])];
-  if (compare !== null) sides.push(await side(`--max-step-ms ${compare}`, ['--max-step-ms', String(compare)]));
-  try {
-    for (let i = 0; i < runs; i++) for (const s of sides) await direct(s);
-    for (let i = 0; i < runs; i++) for (const s of sides) await viaSdk(s);
-  } finally {
-    await Promise.all(sides.map((s) => s.server.stop()));
+  const configs: [string, string[]][] = [['default', []]];
+  if (compare !== null) configs.push([`--max-step-ms ${compare}`, ['--max-step-ms', String(compare)]]);
+  const sides: Side[] = [];
+  for (const [name, args] of configs) {
+    log(`starting ${name} (${common.model})`);
+    const s = await side(name, args);
+    sides.push(s);
+    try {
+      for (let i = 0; i < runs; i++) await direct(s);
+      for (let i = 0; i < runs; i++) await viaSdk(s);
+    } finally {
+      await s.server.stop();
+    }
   }
   const rows = sides.map((s) => ({
     name: s.name,
     command: s.server.command,
+    firstMs: s.direct[0] ?? NaN,
     direct: latencySummary(s.direct),
     directFailures: s.failures,
     sdk: { ...s.sdk, latency: latencySummary(s.sdk.ms) },
@@ -101,12 +109,12 @@ async function main(): Promise<void> {
   publishSection(
     common.resultsFile,
     'First decision',
-    `Command: \`${command}\` (${out.date}; ${out.cpus} cores; model ${out.model}). README's example (three questions, \`debias: "permute"\`, 4 passes), each request about a state the server has never seen, one at a time: ${runs} sent directly, then ${runs} through the official JS client (\`@typesafe-ai/sdk\`, default settings: ${SDK_TIMEOUT_MS / 1000} s per attempt, 2 retries)${compare === null ? '' : ', the servers taking turns request by request'}.
+    `Command: \`${command}\` (${out.date}; ${out.cpus} cores; model ${out.model}). README's example (three questions, \`debias: "permute"\`, 4 passes), each request about a state the server has never seen, one at a time: ${runs} sent directly, the first as soon as the server listened (its self-test still running), then ${runs} through the official JS client (\`@typesafe-ai/sdk\`, default settings: ${SDK_TIMEOUT_MS / 1000} s per attempt, 2 retries)${compare === null ? '' : '; one server after the other, each alone on the machine'}.
 ${rows.map((r) => `\n- ${r.name}: \`${r.command}\``).join('')}
 
-| server | direct p50 ms | p99 ms | max ms | failed | SDK answered | SDK attempts | SDK p50 ms | p99 ms | max ms |
-|---|---|---|---|---|---|---|---|---|---|
-${rows.map((r) => `| ${r.name} | ${cell(r.direct).join(' | ')} | ${r.directFailures.length} | ${r.sdk.ok} of ${runs} | ${r.sdk.attempts} | ${cell(r.sdk.latency).join(' | ')} |`).join('\n')}
+| server | first after start ms | direct p50 ms | p99 ms | max ms | failed | SDK answered | SDK attempts | SDK p50 ms | p99 ms | max ms |
+|---|---|---|---|---|---|---|---|---|---|---|
+${rows.map((r) => `| ${r.name} | ${ms(r.firstMs)} | ${cell(r.direct).join(' | ')} | ${r.directFailures.length} | ${r.sdk.ok} of ${runs} | ${r.sdk.attempts} | ${cell(r.sdk.latency).join(' | ')} |`).join('\n')}
 `,
     log,
   );

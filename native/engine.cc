@@ -16,6 +16,10 @@ namespace {
 // At most this many of a prefix's tokens go into one decode (ScorerOptions::prefix_chunk).
 uint32_t prefix_chunk(uint32_t n_batch) { return std::min<uint32_t>(512, n_batch); }
 
+// The reference lane's pool and batch: room for a probe, not for requests.
+constexpr uint32_t kReferenceCells = 2048;
+constexpr uint32_t kReferenceBatch = 512;
+
 void quiet_log(ggml_log_level level, const char* text, void*) {
   static const bool verbose = std::getenv("ARBITRA_LLAMA_LOG") != nullptr;
   if (verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
@@ -218,16 +222,18 @@ struct Settlement {
 };
 
 // Fills the job's tokens and tenant from score()'s arguments; returns the caller's ticket.
-uint32_t read_score_args(const Napi::CallbackInfo& info, ScoreJob* job) {
+uint32_t read_score_args(const Napi::CallbackInfo& info, ScoreJob* job, bool* reference) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[1].IsArray()) {
-    throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[], options?: {tenant?, ticket?})");
+    throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[], options?: {tenant?, ticket?, reference?, background?})");
   }
   uint32_t ticket = 0;
   if (info.Length() > 2 && info[2].IsObject()) {
     Napi::Object o = info[2].As<Napi::Object>();
     if (o.Get("tenant").IsString()) job->tenant = std::hash<std::string>{}(o.Get("tenant").As<Napi::String>().Utf8Value());
     if (o.Get("ticket").IsNumber()) ticket = o.Get("ticket").As<Napi::Number>().Uint32Value();
+    *reference = o.Get("reference").ToBoolean().Value();
+    job->background = o.Get("background").ToBoolean().Value();
   }
   try {
     job->prefix = to_tokens(info[0]);
@@ -318,6 +324,9 @@ Napi::Object Engine::Init(Napi::Env env, Napi::Object exports) {
                                         InstanceMethod("score", &Engine::Score),
                                         InstanceMethod("cancel", &Engine::Cancel),
                                         InstanceMethod("faultStall", &Engine::FaultStall),
+                                        InstanceMethod("forgetCache", &Engine::ForgetCache),
+                                        InstanceMethod("openReference", &Engine::OpenReference),
+                                        InstanceMethod("closeReference", &Engine::CloseReference),
                                         InstanceMethod("stats", &Engine::Stats),
                                         InstanceMethod("close", &Engine::Close),
                                     });
@@ -331,6 +340,7 @@ Engine::Engine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Engine>(info) 
 
 Engine::~Engine() {
   // Reached only when JS dropped a loaded engine without close(): free what we can.
+  reference_.clear();
   lanes_.clear();
   if (model_ != nullptr) llama_model_free(model_);
 }
@@ -369,6 +379,8 @@ void Engine::Detach(llama_model** model, std::vector<Lane>* lanes) {
   *model = model_;
   *lanes = std::move(lanes_);
   lanes_.clear();
+  for (Lane& lane : reference_) lanes->push_back(std::move(lane));
+  reference_.clear();
   model_ = nullptr;
   vocab_ = nullptr;
 }
@@ -493,9 +505,13 @@ Napi::Value Engine::Score(const Napi::CallbackInfo& info) {
   uint32_t ticket = 0;  // 0: the caller cannot cancel this job
   try {
     RequireLoaded(env);
-    ticket = read_score_args(info, job.get());
+    bool reference = false;
+    ticket = read_score_args(info, job.get(), &reference);
     const size_t longest = validate_job(env, *job, llama_vocab_n_tokens(vocab_));
-    lane = LaneFor(env, job->prefix.size(), longest);
+    if (reference && reference_.empty()) throw coded_error(env, "invalid_request", "no reference lane is open (openReference())");
+    if (reference && job->prefix.size() + longest > reference_.front().max_tokens)
+      throw coded_error(env, "context_exceeded", "the prompt is longer than the reference lane holds");
+    lane = reference ? &reference_.front() : LaneFor(env, job->prefix.size(), longest);
   } catch (const Napi::Error& e) {
     deferred.Reject(e.Value());
     return deferred.Promise();
@@ -576,6 +592,49 @@ Napi::Value Engine::Stats(const Napi::CallbackInfo& info) {
   o.Set("loneDecodes", static_cast<double>(s.lone_decodes));
   o.Set("pending", static_cast<double>(pending_));
   return o;
+}
+
+Napi::Value Engine::ForgetCache(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireLoaded(env);
+  for (Lane& lane : lanes_) lane.scorer->forget_cached();
+  return env.Undefined();
+}
+
+Napi::Value Engine::OpenReference(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireLoaded(env);
+  if (!reference_.empty()) return env.Undefined();
+  // Small: it scores one probe at a time. Built on the JS thread, while the engine serves nothing yet.
+  LaneSpec spec;
+  spec.layout = KvLayout::shared;
+  spec.cells = kReferenceCells;
+  spec.n_seq = 8;
+  spec.n_batch = kReferenceBatch;
+  spec.n_ubatch = kReferenceBatch;
+  spec.n_threads = cfg_.n_threads;
+  spec.flash_attn = cfg_.flash_attn;
+  spec.exact_kernels = false;
+  spec.prefix_cache_tokens = 0;
+  spec.prefix_chunk = prefix_chunk(kReferenceBatch);
+  Lane lane;
+  if (!make_lane(model_, spec, &lane)) throw coded_error(env, "unavailable", "could not create a context on the stock kernels");
+  reference_.push_back(std::move(lane));
+  return env.Undefined();
+}
+
+Napi::Value Engine::CloseReference(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  for (Lane& lane : reference_) {
+    for (auto& job : lane.scorer->stop()) {
+      job->error = "the reference lane was closed before the job finished";
+      job->error_code = "closed";
+      auto done = std::move(job->on_done);
+      done(std::move(job));
+    }
+  }
+  reference_.clear();
+  return env.Undefined();
 }
 
 Napi::Value Engine::FaultStall(const Napi::CallbackInfo& info) {

@@ -64,6 +64,9 @@ class Engine : public Napi::ObjectWrap<Engine> {
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
   Napi::Value FaultStall(const Napi::CallbackInfo& info);
+  Napi::Value ForgetCache(const Napi::CallbackInfo& info);
+  Napi::Value OpenReference(const Napi::CallbackInfo& info);
+  Napi::Value CloseReference(const Napi::CallbackInfo& info);
 
   void RequireLoaded(Napi::Env env) const;
   // The first lane that holds the prompt; throws context_exceeded where none does.
@@ -75,6 +78,9 @@ class Engine : public Napi::ObjectWrap<Engine> {
   // By growing max_tokens; lanes_[0] is the main lane. A request goes to the first lane that can hold
   // it, so the same request always meets the same KV geometry, whatever the load.
   std::vector<Lane> lanes_;
+  // A small lane on llama.cpp's stock kernels while the load-time check compares the exact
+  // kernels' scores with theirs (score(..., {reference: true})); empty otherwise.
+  std::vector<Lane> reference_;
   EngineConfig cfg_;
   size_t gpu_bytes_ = 0;
   bool busy_ = false;  // a load or close is in progress

@@ -119,6 +119,7 @@ void Scorer::loop() {
 }
 
 bool Scorer::run_once() {
+  bool forget = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto& j : incoming_) {
@@ -126,6 +127,11 @@ bool Scorer::run_once() {
       active_.push_back(std::move(j));
     }
     incoming_.clear();
+    std::swap(forget, forget_);
+  }
+  if (forget) {
+    while (evict_one_idle(nullptr)) {
+    }
   }
   if (active_.empty()) return false;
   if (!step()) {
@@ -346,7 +352,13 @@ void Scorer::admit_prefixes() {
 }
 
 bool Scorer::one_tenant_in_hand() const {
-  return std::all_of(active_.begin(), active_.end(), [this](const auto& j) { return j->tenant == active_.front()->tenant; });
+  const ScoreJob* first = nullptr;
+  for (const auto& j : active_) {
+    if (!serves(*j)) continue;
+    if (first != nullptr && j->tenant != first->tenant) return false;
+    first = j.get();
+  }
+  return true;
 }
 
 int32_t Scorer::tokens_in_time(size_t planned_rows, size_t more_rows) const {
@@ -452,7 +464,7 @@ bool Scorer::place_piece(uint64_t tenant, int32_t& budget, Stepped& stepped, std
   // branches can then hold another job of the same tenant back.
   std::vector<ScoreJob*> mine;
   for (const auto& owned : active_) {
-    if (owned->tenant == tenant && owned->entry != nullptr) mine.push_back(owned.get());
+    if (owned->tenant == tenant && owned->entry != nullptr && serves(*owned)) mine.push_back(owned.get());
   }
   std::stable_sort(mine.begin(), mine.end(), [](const ScoreJob* a, const ScoreJob* b) { return a->last_served < b->last_served; });
   for (ScoreJob* job : mine) {
@@ -491,7 +503,7 @@ bool Scorer::next_tenant(const std::vector<uint64_t>& closed, uint64_t* tenant) 
   // Least recently served first; ties go to the tenant of the older job.
   for (const auto& owned : active_) {
     const uint64_t t = owned->tenant;
-    if (std::find(closed.begin(), closed.end(), t) != closed.end()) continue;
+    if (!serves(*owned) || std::find(closed.begin(), closed.end(), t) != closed.end()) continue;
     const uint64_t served = tenant_served_[t];
     if (!found || served < best_served) {
       found = true;
@@ -568,6 +580,17 @@ void Scorer::plan_batch(Stepped& stepped, std::vector<Planned>& planned) {
   int32_t budget = static_cast<int32_t>(opts_.n_batch);
   admit_prefixes();
   forget_idle_tenants();
+  // Background work waits while any other job is in hand, unless none of those can go on (they wait
+  // for a prefix slot or a shared head that background work holds).
+  background_turn_ = std::all_of(active_.begin(), active_.end(), [](const auto& j) { return j->background; });
+  fill_batch(budget, stepped, planned);
+  if (batch_.n_tokens == 0 && !background_turn_) {
+    background_turn_ = true;
+    fill_batch(budget, stepped, planned);
+  }
+}
+
+void Scorer::fill_batch(int32_t& budget, Stepped& stepped, std::vector<Planned>& planned) {
   // Someone arriving while this decode runs waits for all of it. While the work in hand is one
   // tenant's, that wait is bounded by the max step, and the decode carries as much of that work as
   // fits it; once another tenant's work is in hand, decodes are planned to the step target again.
@@ -688,6 +711,11 @@ void Scorer::finish(std::vector<std::unique_ptr<ScoreJob>> jobs) {
     auto done = std::move(job->on_done);
     done(std::move(job));
   }
+}
+
+void Scorer::forget_cached() {
+  std::lock_guard<std::mutex> lk(mu_);
+  forget_ = true;
 }
 
 void Scorer::stall_after(uint64_t more) {

@@ -37,6 +37,9 @@ struct ScoreJob {
   // Whose request this is (an API key, hashed): batches are shared fairly between tenants first,
   // then between each tenant's jobs.
   uint64_t tenant = 0;
+  // Work nobody waits for (the self-test after start-up): decodes take it only while no other job
+  // is in hand, so a user's first request never waits behind it for more than one decode.
+  bool background = false;
   // Set from any thread; the loop drops the job at the next batch boundary.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 
@@ -170,6 +173,9 @@ class Scorer {
   // Fault injection for the liveness tests, never used in service: after `more` further decodes the
   // loop stops taking work, as a wedged scheduler would, until the scorer is stopped.
   void stall_after(uint64_t more);
+  // Thread-safe: the idle cached prefixes are dropped before the next step, so the next job finds
+  // none of them (the load-time determinism check decodes its probe cold on purpose).
+  void forget_cached();
 
  private:
   struct Planned {
@@ -195,6 +201,9 @@ class Scorer {
   // Empties the batch and fills it piece by piece (a prefix chunk or a branch), each for the
   // tenant served least recently, until the step target, the batch or the work runs out.
   void plan_batch(Stepped& stepped, std::vector<Planned>& planned);
+  // Places pieces of the jobs this decode serves (serves()) until the step bound, the batch or their
+  // work runs out.
+  void fill_batch(int32_t& budget, Stepped& stepped, std::vector<Planned>& planned);
   // Counts a decoded chunk into its prefix, or, when the decode failed, back out of its job.
   void end_prefix_chunks(const Stepped& stepped, bool decoded);
   // Hands the failed step's branches back to their jobs for a later step, then evicts idle prefixes
@@ -212,8 +221,10 @@ class Scorer {
   void admit_prefixes();
   // Prefix sequences that jobs in progress may hold.
   size_t prefix_slots() const { return std::max<size_t>(1, opts_.n_seq_max / 2); }
-  // True when every job in hand is one tenant's: no one else waits behind the decode being planned.
+  // True when every job served in this decode is one tenant's: no one else waits behind it.
   bool one_tenant_in_hand() const;
+  // Whether the decode being planned serves this job: background jobs only while no other is in hand.
+  bool serves(const ScoreJob& job) const { return job.background == background_turn_; }
   // More tokens this decode can take, with `more_rows` more logits rows, before its measured cost
   // passes the step bound; unbounded for the decode's first piece or while the cost is unknown.
   int32_t tokens_in_time(size_t planned_rows, size_t more_rows) const;
@@ -280,6 +291,7 @@ class Scorer {
   // the decode in progress, if any.
   std::chrono::steady_clock::time_point progress_at_ = std::chrono::steady_clock::now();
   uint64_t stall_at_ = 0;  // stall_after(): the decode count at which the loop stops; 0 = never
+  bool forget_ = false;    // forget_cached() asked for it
 
   // Loop-thread state.
   std::vector<std::unique_ptr<ScoreJob>> active_;
@@ -293,6 +305,8 @@ class Scorer {
   // What the decode being planned is filled to: the step target, or the max step while one tenant
   // is alone (plan_batch).
   double step_ms_ = 0;
+  // The decode being planned serves background jobs: no other job is in hand (plan_batch).
+  bool background_turn_ = false;
   uint64_t decodes_seen_ = 0;
 
   std::thread thread_;

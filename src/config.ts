@@ -202,6 +202,10 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
   { env: 'ARBITRA_SELF_TEST', help: 'off: skip the obvious-questions check after the model loads (default on)' },
   {
+    env: 'ARBITRA_DETERMINISM_CHECK',
+    help: 'off: skip the check at load that a probe scores the same alone, crowded and after a cached head, and that exact kernels agree with the stock ones (default on; /health then says deterministic: null)',
+  },
+  {
     env: 'ARBITRA_ENGINE_SECRET',
     help: `shared by API nodes and remote engines (at least ${MIN_SECRET_LENGTH} characters); never sent, each side proves it by HMAC`,
   },
@@ -328,6 +332,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     const preset = raw('--limits');
     limits = loadLimitsConfig(env, preset && limitsPreset(preset.value, preset.source));
     selfTest = readBool(env, 'ARBITRA_SELF_TEST', true);
+    engine.checkDeterminism = readBool(env, 'ARBITRA_DETERMINISM_CHECK', true);
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }

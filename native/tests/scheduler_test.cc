@@ -162,11 +162,12 @@ struct Rig {
 
   // Submits a job; `then` runs on the stepping thread once it is done.
   std::shared_ptr<std::atomic<bool>> submit(int tag, std::vector<llama_token> prefix, std::vector<Branch> branches, uint64_t tenant,
-                                            std::function<void()> then = {}) {
+                                            std::function<void()> then = {}, bool background = false) {
     auto job = std::make_unique<ScoreJob>();
     job->prefix = prefix;
     job->branches = std::move(branches);
     job->tenant = tenant;
+    job->background = background;
     prefixes[tag] = std::move(prefix);
     auto cancelled = job->cancelled;
     job->on_done = [this, tag, then](std::unique_ptr<ScoreJob> j) {
@@ -368,6 +369,33 @@ void test_newcomer_waits_for_one_large_step() {
   rig.check_results();
 }
 
+// The self-test after start-up runs in the background: a user's request that arrives while it runs
+// waits for the decode in progress only, and takes every decode until it is answered, even from the
+// same tenant; the background job then finishes.
+void test_background_work_yields() {
+  ScorerOptions o = one_piece_unless_alone();
+  o.n_batch = 64;
+  Rig rig(o);
+  measure_cost(rig);
+  rig.submit(1, tokens({5}, 30, 90), branches(20, 90, 5), 0, {}, true);
+  rig.step();
+  rig.step();
+  check(rig.done.count(1) == 0, "the background job is still running");
+  rig.submit(2, tokens({6}, 60, 91), branches(3, 91, 5), 0);
+  const int before = rig.model->decodes;
+  while (rig.done.count(2) == 0 && rig.step()) {
+  }
+  check(rig.done.count(1) == 0, "the background job waited");
+  // Its prefix of 61 tokens (its first branch does not fit behind it in a batch of 64), then its
+  // three branches: two decodes, with nothing of the background job in them.
+  check(rig.model->decodes - before == 2, "the user's request took " + std::to_string(rig.model->decodes - before) + " decodes");
+  const auto& sizes = rig.model->tokens_per_decode;
+  check(sizes.size() >= 2 && sizes[sizes.size() - 2] == 61 && sizes.back() == 15, "its decodes carried its own tokens alone");
+  rig.drain();
+  check(rig.done.count(1) == 1 && rig.done[1]->error.empty(), "the background job finished after it");
+  rig.check_results();
+}
+
 void test_cancelled_job_releases_everything() {
   Rig rig(one_piece_per_decode());
   auto flag = rig.submit(1, tokens({4}, 30, 6), branches(20, 6), 1);
@@ -559,6 +587,7 @@ int main() {
       {"a stream of new jobs cannot starve an old one", test_stream_of_new_jobs_cannot_starve_an_old_one},
       {"a lone tenant's work is taken whole", test_lone_tenant_work_taken_whole},
       {"a newcomer waits for one large step, then steps shrink to the target", test_newcomer_waits_for_one_large_step},
+      {"background work yields to every other job", test_background_work_yields},
       {"a cancelled job releases its prefix and sequences", test_cancelled_job_releases_everything},
       {"a long branch is cut into chunks", test_long_branch_is_cut_into_chunks},
       {"a branch longer than the batch is decoded in chunks", test_branch_longer_than_the_batch},

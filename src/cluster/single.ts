@@ -3,7 +3,8 @@
 import { createAppDeps, createApp } from '../app.js';
 import { storeOptions, type Config } from '../config.js';
 import { createLocalEngine, type LocalEngine } from '../engine/local.js';
-import { EngineError, type EngineService } from '../engine/types.js';
+import { EngineError, type DeterminismReport, type EngineService } from '../engine/types.js';
+import { determinismReport } from '../engine/determinism-check.js';
 import { startHttpServer } from '../http/server.js';
 import { storeMetrics } from '../metrics/store.js';
 import { timedStore } from '../store/timed.js';
@@ -28,8 +29,10 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
 
   let status: EngineStatus = 'loading';
   let local: LocalEngine | null = null;
+  let determinism: DeterminismReport | null = null;
   const loading = createLocalEngine(modelPath, config.engine).then(
-    (engine) => {
+    async (engine) => {
+      determinism = (await engine.info()).determinism;
       local = engine;
       status = 'ready';
       return engine;
@@ -54,7 +57,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   const engineStatus = (): EngineStatus => (status === 'ready' && local?.stats().wedged ? 'wedged' : status);
   const deps = createAppDeps(config, {
     engine,
-    engines: () => [{ engine: 0, device: null, status: engineStatus() }],
+    engines: () => [{ engine: 0, device: null, status: engineStatus(), determinism }],
     store,
     workers: 0,
     httpImplementation: () => implementation,
@@ -77,6 +80,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   log(`store: ${storeName(config)}`);
   const calibration = calibrationNotice(config.calibration, info.sha256, LAYOUT_VERSION);
   if (calibration) log(calibration);
+  if (info.determinism) determinismReport(info.determinism).forEach((line) => log(line));
   if (config.selfTest) runSelfTest(engine, info, deps.models.id, log);
   return {
     port: server.port,

@@ -31,6 +31,8 @@ export interface DecideOptions {
   admitByCost?: boolean;
   /** The most prompt tokens (state once plus every branch) the request may use; absent: no cap. */
   maxRequestTokens?: number;
+  /** Nobody waits for the answer (the self-test): the engine runs it only while it has nothing else. */
+  background?: boolean;
 }
 
 export interface Decision {
@@ -155,6 +157,7 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
         deadlineMs: opts.deadlineMs,
         admitByCost: opts.admitByCost,
         maxRequestTokens: opts.maxRequestTokens,
+        background: opts.background,
       },
       opts.signal,
     );

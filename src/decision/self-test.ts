@@ -57,7 +57,8 @@ function checksRequest(): NormalisedRequest {
 
 export async function selfTest(engine: EngineService, info: EngineInfo): Promise<SelfTestResult> {
   const request = checksRequest();
-  const { answers } = await decide(request, engine, info, { maxPromptTokens: 1 << 20 });
+  // In the background: a user's first request after start-up must not wait behind it.
+  const { answers } = await decide(request, engine, info, { maxPromptTokens: 1 << 20, background: true });
   const failures = CHECKS.flatMap((c) => {
     const answer = answers[c.name] as unknown as Record<string, unknown>;
     if (c.passes(answer)) return [];

@@ -29,7 +29,14 @@ export interface EngineClientOptions extends ChannelOptions {
 
 export function connectEngine(opts: EngineClientOptions, log: (line: string) => void): EngineClient {
   if (!process.send) throw new Error('connectEngine() needs an IPC channel to the cluster primary');
-  const links: Link[] = Array.from({ length: opts.count }, (_, engine) => ({ engine, device: null, status: 'loading', channel: null, load: 0 }));
+  const links: Link[] = Array.from({ length: opts.count }, (_, engine) => ({
+    engine,
+    device: null,
+    status: 'loading',
+    determinism: null,
+    channel: null,
+    load: 0,
+  }));
 
   process.on('message', (msg: unknown) => {
     if (!isEngineMessage(msg) || msg.type !== 'status') return;
@@ -37,6 +44,7 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
     if (!link) return;
     link.status = msg.status;
     link.device = msg.device;
+    link.determinism = msg.determinism ?? null;
     link.info = msg.info ?? link.info;
     link.message = msg.message;
     if (msg.address !== link.address) {
@@ -109,7 +117,14 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
   process.send({ ch: ENGINE_CH, type: 'subscribe' } satisfies WorkerEngineMessage);
 
   return {
-    engines: () => links.map(({ engine, device, status, message }) => ({ engine, device, status, ...(message && status !== 'ready' ? { message } : {}) })),
+    engines: () =>
+      links.map(({ engine, device, status, message, determinism }) => ({
+        engine,
+        device,
+        status,
+        ...(message && status !== 'ready' ? { message } : {}),
+        determinism,
+      })),
     info: async () => {
       const info = links.find((l) => l.status === 'ready' && l.info)?.info;
       if (!info) throw unavailable();

@@ -57,7 +57,13 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   ready.catch(() => {});
 
   function state(): EngineState {
-    return { engine: opts.id, device: opts.device, status, ...(statusMessage && status !== 'ready' ? { message: statusMessage } : {}) };
+    return {
+      engine: opts.id,
+      device: opts.device,
+      status,
+      ...(statusMessage && status !== 'ready' ? { message: statusMessage } : {}),
+      determinism: info?.determinism ?? null,
+    };
   }
 
   function setStatus(next: EngineStatus, message?: string): void {

@@ -2,7 +2,7 @@
 // processes. Only the engines' lifecycle travels here: an engine process says when it is ready and
 // where it listens; the primary tells the workers each engine's state and address. Scoring itself
 // never passes through the primary: every caller talks to the engine service (rpc/).
-import { EngineError, type EngineErrorCode, type EngineInfo } from './types.js';
+import { EngineError, type DeterminismReport, type EngineErrorCode, type EngineInfo } from './types.js';
 
 export const ENGINE_CH = 'engine';
 /** Environment variable carrying the engine process's model path and options (JSON). */
@@ -32,6 +32,8 @@ export interface EngineState {
   device: number | null;
   status: EngineStatus;
   message?: string;
+  /** What its load-time determinism check found; null until it has loaded, or when the check is off. */
+  determinism: DeterminismReport | null;
 }
 
 /**

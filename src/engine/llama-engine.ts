@@ -23,6 +23,8 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = {
   faultStallAfterDecodes: 0,
   stepTargetMs: 250,
   maxStepMs: 1000,
+  checkDeterminism: true,
+  faultKernelsNats: 0,
 };
 
 export interface ScoreBranchTokens {
@@ -52,6 +54,10 @@ export interface ScoreOptions {
   /** Whose request it is: batches are shared fairly between tenants. */
   tenant?: string;
   signal?: AbortSignal;
+  /** Scored on the stock-kernel lane of withReference(), not the engine's own. */
+  reference?: boolean;
+  /** Nobody waits for it (the self-test): decoded only while no other job is in hand. */
+  background?: boolean;
 }
 
 /** What the addon reported at load, typed, with the file's own identity beside it. */
@@ -143,7 +149,7 @@ export class LlamaEngine {
     const cancel = (): void => void this.native.cancel(ticket);
     signal?.addEventListener('abort', cancel, { once: true });
     try {
-      return await this.native.score(prefix, branches, { tenant: opts.tenant, ticket });
+      return await this.native.score(prefix, branches, { tenant: opts.tenant, ticket, reference: opts.reference, background: opts.background });
     } catch (err) {
       throw asEngineError(err);
     } finally {
@@ -158,6 +164,28 @@ export class LlamaEngine {
   /** Fault injection for the liveness tests (EngineOptions.faultStallAfterDecodes), never used in service. */
   faultStall(decodes: number): void {
     this.native.faultStall(decodes);
+  }
+
+  /** The idle cached prefixes are dropped before the next decode, so the next job decodes cold. */
+  forgetCache(): void {
+    this.native.forgetCache();
+  }
+
+  /**
+   * Runs `use` with a small lane on llama.cpp's stock kernels open beside the engine's (scores with
+   * `reference: true` go there), and frees it after.
+   */
+  async withReference<T>(use: () => Promise<T>): Promise<T> {
+    try {
+      this.native.openReference();
+    } catch (err) {
+      throw asEngineError(err);
+    }
+    try {
+      return await use();
+    } finally {
+      this.native.closeReference();
+    }
   }
 
   close(): Promise<void> {

@@ -2,6 +2,7 @@
 // engine owns the framing: it wraps the caller's body text in the model's chat template (or the
 // plain layout) and tokenises the frame's pieces once per system text.
 import { getMaxListeners, setMaxListeners } from 'node:events';
+import { checkDeterminism, stockMismatch } from './determinism-check.js';
 import { branchesThatFit, DEADLINE_SHARE, isMeasured, WorkLedger, workMs, type DecodeCost, type DecodePlan, type WorkShape } from './admission.js';
 import { groupBranchHeads, type BranchGroup } from './branch-heads.js';
 import { promptFrame, type PromptFrame } from './frame.js';
@@ -76,8 +77,18 @@ export class LocalEngine implements EngineService {
   }
 
   static async create(modelPath: string, options: Partial<EngineOptions> = {}): Promise<LocalEngine> {
-    const engine = await LlamaEngine.load(modelPath, options);
+    let engine = await LlamaEngine.load(modelPath, options);
     await warmUp(engine);
+    const check = options.checkDeterminism ?? DEFAULT_ENGINE_OPTIONS.checkDeterminism;
+    let determinism = check ? await checkDeterminism(engine, options.faultKernelsNats) : null;
+    const mismatch = determinism && stockMismatch(determinism);
+    if (mismatch) {
+      // Serve what computes the model, and say why: the engine is loaded again on the stock kernels.
+      await engine.close();
+      engine = await LlamaEngine.load(modelPath, { ...options, kernels: 'fast' });
+      await warmUp(engine);
+      determinism = { ...(await checkDeterminism(engine)), fallback: mismatch };
+    }
     // Counted from here: the load's warm-up decodes are not the requests' a liveness test stalls.
     if (options.faultStallAfterDecodes) engine.faultStall(options.faultStallAfterDecodes);
     const tokenize = (text: string) => engine.tokenize(text, { addSpecial: false, parseSpecial: false });
@@ -87,6 +98,7 @@ export class LocalEngine implements EngineService {
       optionLabels: findOptionLabels(tokenize),
       digitLabels: findDigitLabels(tokenize),
       ...findYesNo(tokenize),
+      determinism,
     };
     return new LocalEngine(engine, info, (options.livenessSeconds ?? DEFAULT_ENGINE_OPTIONS.livenessSeconds) * 1000);
   }
@@ -208,6 +220,9 @@ export class LocalEngine implements EngineService {
         },
       );
     }
+    // Background work yields to all other: it is not held against a deadline, and nobody's request
+    // waits behind it (the ledger's tickets start at 1; done(0) settles nothing).
+    if (request.background) return 0;
     const cost = this.cost();
     const plan: DecodePlan = this.engineInfo;
     const ms = isMeasured(cost) ? workMs(cost, work, plan) : 0;
@@ -246,7 +261,7 @@ export class LocalEngine implements EngineService {
         this.engine.score(
           concat([prefix, g.head]),
           g.members.map((m) => ({ suffix: m.rest, candidates: candidates[m.index]! })),
-          { tenant: request.tenant, signal },
+          { tenant: request.tenant, signal, background: request.background },
         ),
       ),
     );

@@ -42,17 +42,25 @@ export interface NativeEngine {
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
   detokenize(tokens: Int32Array): string;
   applyChatTemplate(messages: { role: string; content: string }[]): string | null;
-  /** A non-zero ticket lets cancel(ticket) drop the job at the next batch boundary. */
+  /**
+   * A non-zero ticket lets cancel(ticket) drop the job at the next batch boundary; `reference` scores
+   * on the lane openReference() opened; `background` work is decoded only while no other job is in hand.
+   */
   score(
     prefix: Int32Array,
     branches: { suffix: Int32Array; candidates: Int32Array }[],
-    options?: { tenant?: string; ticket?: number },
+    options?: { tenant?: string; ticket?: number; reference?: boolean; background?: boolean },
   ): Promise<NativeScoreOutcome>;
   /** false when no unsettled job holds the ticket. */
   cancel(ticket: number): boolean;
   stats(): NativeStats;
   /** Fault injection for the liveness tests: every lane's scheduler stops after `decodes` more decodes. */
   faultStall(decodes: number): void;
+  /** The idle cached prefixes are dropped before the next decode: the next job finds none. */
+  forgetCache(): void;
+  /** A small lane on llama.cpp's stock kernels beside the engine's, for comparing their scores; closeReference() frees it. */
+  openReference(): void;
+  closeReference(): void;
   close(): Promise<void>;
 }
 

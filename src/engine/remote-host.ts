@@ -53,7 +53,13 @@ export function watchRemoteEngine(opts: RemoteHostOptions): EngineHost {
   let resolveReady: (info: EngineInfo) => void = () => {};
   const ready = new Promise<EngineInfo>((resolve) => (resolveReady = resolve));
 
-  const state = (): EngineState => ({ engine: opts.id, device: null, status, ...(message && status !== 'ready' ? { message } : {}) });
+  const state = (): EngineState => ({
+    engine: opts.id,
+    device: null,
+    status,
+    ...(message && status !== 'ready' ? { message } : {}),
+    determinism: info?.determinism ?? null,
+  });
 
   function setStatus(next: EngineStatus, why?: string): void {
     status = next;

@@ -73,6 +73,32 @@ export interface EngineOptions {
    * decodes, at the cost of another tenant's newcomer waiting for at most one of them.
    */
   maxStepMs: number;
+  /**
+   * Check at load that the probe scores the same alone, crowded and after cached heads, and that
+   * exact kernels agree with the stock ones (determinism-check.ts); off only where load time counts
+   * more (tests).
+   */
+  checkDeterminism: boolean;
+  /**
+   * Fault injection for the tests, never set in service: the check sees the stock kernels' scores
+   * this many nats away, as exact kernels that compute the wrong function would put them. 0 = off.
+   */
+  faultKernelsNats: number;
+}
+
+/** What the check found, reported at start-up, in /health and in /metrics. */
+export interface DeterminismReport {
+  kernels: Kernels;
+  /** Every case gave the probe's log-probabilities bit for bit. */
+  deterministic: boolean;
+  /** The largest difference of a log-probability between the probe alone and any other case, in nats. */
+  maxDifference: number;
+  /** By case: on its cached prefix, in a crowded batch, after a cached head shared with another prompt. */
+  differences: { cached: number; crowded: number; headCached: number };
+  /** The largest difference between the exact kernels' probe and the stock kernels'; null when not compared (fast kernels). */
+  stockDifference: number | null;
+  /** Why the engine serves the stock kernels although exact ones were asked for; null when it serves what was asked. */
+  fallback: string | null;
 }
 
 export interface ModelFacts {
@@ -133,6 +159,8 @@ export interface EngineInfo extends ModelFacts {
   digitLabels: AnswerLabel[];
   yes: AnswerLabel;
   no: AnswerLabel;
+  /** What the load-time check found (determinism-check.ts); null when it was not run. */
+  determinism: DeterminismReport | null;
 }
 
 /**
@@ -164,6 +192,11 @@ export interface TextScoreRequest {
   admitByCost?: boolean;
   /** Refuse (`too_costly`) a request whose prompt tokens, its prefix once plus every suffix, exceed this; absent or 0: no cap. */
   maxRequestTokens?: number;
+  /**
+   * Nobody waits for it (the self-test after start-up): the engine decodes it only while no other
+   * job is in hand, and it is neither admitted by cost nor counted in the work in hand.
+   */
+  background?: boolean;
 }
 
 export interface TextScoreResult {

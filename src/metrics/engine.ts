@@ -100,6 +100,19 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
     'How long the engine may hold work without finishing a decode before it counts as wedged',
     (s) => s.livenessBoundMs / 1000,
   );
+  perEngine(
+    'arbitra_engine_deterministic',
+    "1 when the engine's check at load found the same scores alone, crowded and after a cached head, bit for bit; 0 when not; absent when not checked",
+    async (source) => {
+      const d = source.state().determinism;
+      return d ? Number(d.deterministic) : null;
+    },
+  );
+  perEngine(
+    'arbitra_engine_determinism_max_difference_nats',
+    "The largest difference of a log-probability the engine's check at load saw between cases; absent when not checked",
+    async (source) => source.state().determinism?.maxDifference ?? null,
+  );
   perEngine('arbitra_engine_up', '1 when the engine process has its model loaded', (source) => (source.state().status === 'ready' ? 1 : 0));
   perEngine('arbitra_engine_wedged', '1 while the engine is judged wedged: it holds work and has finished no decode within its liveness bound', (source) =>
     source.state().status === 'wedged' ? 1 : 0,

@@ -21,7 +21,7 @@ const config = loadConfig(['--data-dir', dir, '--port', '0'], {});
 const routes = apiRoutes(
   createAppDeps(config, {
     engine: loading,
-    engines: () => [{ engine: 0, device: null, status: 'loading' }],
+    engines: () => [{ engine: 0, device: null, status: 'loading', determinism: null }],
     store,
     workers: 1,
     httpImplementation: () => 'node',

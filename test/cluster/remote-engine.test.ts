@@ -36,13 +36,16 @@ if (cannotRun) {
     t.teardown(() => server.stop());
     t.match(server.log(), /^arbitra listening on .*backend remote/m, 'the API node loads no model of its own');
     t.ok(await until(async () => (await server.call('/health')).status === 200), '/health turns 200 once the engine is connected');
-    t.same((await server.call('/health')).json.engines, [{ engine: 0, device: null, status: 'ready' }]);
+    t.match((await server.call('/health')).json.engines, [
+      { engine: 0, device: null, status: 'ready', kernels: 'exact', deterministic: true, max_difference: 0 },
+    ]);
     const { secret } = await server.createKey('remote@example.com');
     const reply = await server.call('/v1/systemone', { body: BODY, key: secret, fresh: true });
     t.equal(reply.status, 200, reply.text);
     t.equal(reply.json.model, 'gemma-3-270m-q4_k_m');
     const metrics = (await server.call('/metrics')).text;
     t.equal(metricValue(metrics, 'arbitra_engine_up', { engine: '0' }), 1);
+    t.equal(metricValue(metrics, 'arbitra_engine_deterministic', { engine: '0' }), 1, "the engine's check at load held");
     t.ok((metricValue(metrics, 'arbitra_engine_tokens_evaluated_total', { engine: '0' }) ?? 0) > 0, "the engine node's counters, read over its socket");
     t.equal(metricValue(metrics, 'arbitra_engine_wedged', { engine: '0' }), 0, 'the engine is live');
     t.ok((metricValue(metrics, 'arbitra_store_operation_seconds_count', { operation: 'keys.verify' }) ?? 0) >= 1, 'store calls are timed per operation');

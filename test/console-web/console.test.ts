@@ -302,6 +302,8 @@ t.test('the browser console', { skip: cannotRun }, async (t) => {
   await t.test('engines and model are shown', async (t) => {
     await go(page, '#/engines', 'section#engines-page');
     t.match(await waitText(page, '#engines-table', /ready/), /ready/);
+    t.match(await text(page, '#engines-table .engine-deterministic'), /yes, checked at load/, "the engine's determinism check is shown");
+    t.equal(await text(page, '#engines-table .engine-kernels'), 'exact');
     t.match(await waitText(page, '#model-facts', /gemma/), /Q4_K_M|q4_k_m/i);
     await page.waitForFunction(() => /\d/.test((document.querySelector('#metric-queue-depth') as HTMLElement)?.innerText ?? ''));
     t.match(await text(page, '#metric-restarts'), /^\d+$/);

@@ -100,6 +100,22 @@ t.test('a cancelled job stops at the next batch and leaves the engine healthy', 
   t.ok(refused instanceof EngineError && refused.code === 'cancelled', 'an already aborted signal is refused before any work');
 });
 
+t.test("a cancelled request's decoded prefix stays cached for its retry", async (t) => {
+  // The official client gives up after 10 s and sends the same request again: the work done for the
+  // first attempt must not be thrown away. A state of about 1,000 tokens is decoded in chunks of 256.
+  const state = prefix(Array.from({ length: 90 }, (_, i) => `Line ${i}: the parcel with order ${7000 + i} arrived late.`).join(' '));
+  t.ok(state.length > 512, `a state of ${state.length} tokens spans several prefix chunks`);
+  const aborter = new AbortController();
+  const before = engine.stats().decodes;
+  const first = engine.score(state, branches(2, 'retry'), { signal: aborter.signal, tenant: 'retry' }).catch((e: unknown) => e);
+  while (engine.stats().decodes === before) await new Promise((r) => setTimeout(r, 2));
+  aborter.abort();
+  t.ok((await first) instanceof EngineError, 'the first attempt was cancelled');
+  const retry = await engine.score(state, branches(2, 'retry'), { tenant: 'retry' });
+  t.ok(retry.cached >= 256, `the retry found ${retry.cached} of its ${state.length} prefix tokens cached`);
+  t.equal(retry.cached + retry.evaluated, state.length + branches(2, 'retry').reduce((n, b) => n + b.suffix.length, 0), 'and decoded only the rest');
+});
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const REPEATS = 3;
 

@@ -21,7 +21,7 @@ async function serve(t: Test, engine: EngineService, status: () => EngineStatus)
   const store = await openStore(dir);
   const deps = createAppDeps(config, {
     engine,
-    engines: () => [{ engine: 0, device: null, status: status() }],
+    engines: () => [{ engine: 0, device: null, status: status(), determinism: null }],
     store,
     workers: 3,
     httpImplementation: () => 'uws',

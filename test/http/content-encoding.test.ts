@@ -264,7 +264,7 @@ async function serveApp(t: Test, impl: HttpImplementation): Promise<string> {
   const store = await openStore(data);
   const deps = createAppDeps(config, {
     engine: loading,
-    engines: () => [{ engine: 0, device: null, status: 'loading' }],
+    engines: () => [{ engine: 0, device: null, status: 'loading', determinism: null }],
     store,
     workers: 1,
     httpImplementation: () => impl,

@@ -36,7 +36,7 @@ async function serve(t: Test, impl: HttpImplementation) {
   const store = await openStore(dir, storeOptions(config));
   const deps = createAppDeps(config, {
     engine: engine!,
-    engines: () => [{ engine: 0, device: null, status: 'ready' }],
+    engines: () => [{ engine: 0, device: null, status: 'ready', determinism: null }],
     store,
     workers: 1,
     httpImplementation: () => impl,

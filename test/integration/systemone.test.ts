@@ -472,6 +472,9 @@ if (cannotRun) {
     const health = await server.call('/health');
     t.equal(health.status, 200);
     t.match(health.json, { status: 'ok', api_version: API_VERSION, model: { id: MODEL_ID, loaded: true }, workers: 2 });
+    // The engine's check at load, through the primary to every worker: the promise held here.
+    t.match(health.json.engines, [{ engine: 0, status: 'ready', kernels: 'exact', deterministic: true, max_difference: 0 }]);
+    t.notOk('kernels_note' in health.json.engines[0], 'it serves the kernels asked for');
     t.equal(health.headers.get('x-arbitra-api-version'), API_VERSION);
 
     const doc = await server.call('/openapi.json');

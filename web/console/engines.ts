@@ -12,6 +12,13 @@ const DECISION_ROUTE = '/v1/systemone';
 
 const DASH = '\u2014';
 
+/** What an engine's load-time check found, in words: the promise held, or by how much it moved. */
+function determinism(engine: Health['engines'][number]): string {
+  if (engine.deterministic === null) return 'not checked';
+  if (engine.deterministic) return 'yes, checked at load';
+  return `no: moved by up to ${(engine.max_difference ?? 0).toFixed(3)} nats`;
+}
+
 export function enginesPage(): Page {
   const heading = h('h1', { id: 'engines-title', tabindex: -1 }, 'Engines');
   const error = h('div', { id: 'engines-error', class: 'error', role: 'alert' });
@@ -24,7 +31,19 @@ export function enginesPage(): Page {
     'table',
     { id: 'engines-table' },
     h('caption', { class: 'visually-hidden' }, 'Engines'),
-    h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Engine'), h('th', { scope: 'col' }, 'Device'), h('th', { scope: 'col' }, 'Status'))),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        h('th', { scope: 'col' }, 'Engine'),
+        h('th', { scope: 'col' }, 'Device'),
+        h('th', { scope: 'col' }, 'Status'),
+        h('th', { scope: 'col' }, 'Kernels'),
+        h('th', { scope: 'col' }, 'Same answer whatever the load'),
+      ),
+    ),
     tbody,
   );
   const updated = h('p', { class: 'muted', role: 'status' });
@@ -61,6 +80,8 @@ export function enginesPage(): Page {
           h('td', { class: 'engine-number' }, String(engine.engine)),
           h('td', { class: 'engine-device' }, engine.device ?? 'cpu'),
           h('td', { class: `engine-status status-${engine.status.replace(/[^a-z-]/gi, '')}` }, engine.status),
+          h('td', { class: 'engine-kernels', title: engine.kernels_note ?? '' }, engine.kernels ?? DASH),
+          h('td', { class: engine.deterministic === false ? 'engine-deterministic moved' : 'engine-deterministic' }, determinism(engine)),
         ),
       ),
     );

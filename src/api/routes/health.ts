@@ -54,6 +54,17 @@ function storeProbe(store: Pick<Store, 'ping'>): () => Promise<boolean> {
   };
 }
 
+/** An engine as /health shows it: its state and what its load-time determinism check found. */
+function engineHealth({ determinism, ...state }: EngineState) {
+  return {
+    ...state,
+    kernels: determinism?.kernels ?? null,
+    deterministic: determinism?.deterministic ?? null,
+    max_difference: determinism?.maxDifference ?? null,
+    ...(determinism?.fallback ? { kernels_note: determinism.fallback } : {}),
+  };
+}
+
 export function healthRoutes(deps: HealthRouteDeps): Route[] {
   const storeReachable = storeProbe(deps.store);
   return [
@@ -80,7 +91,7 @@ export function healthRoutes(deps: HealthRouteDeps): Route[] {
             http: deps.httpImplementation(),
             pid: process.pid,
             store: { status: store ? 'ok' : 'unreachable' },
-            engines,
+            engines: engines.map(engineHealth),
           },
         };
       },

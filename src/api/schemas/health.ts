@@ -24,6 +24,15 @@ export const HealthResponse = Type.Object(
           description: 'wedged: it holds work and has finished no decode within its liveness bound; a local engine is then restarted',
         }),
         message: Type.Optional(Type.String({ description: 'why it is not ready' })),
+        kernels: Type.Union([Type.Literal('exact'), Type.Literal('fast'), Type.Null()], {
+          description: 'the kernels it serves with (exact: batch-invariant); null until its check has run',
+        }),
+        deterministic: Type.Union([Type.Boolean(), Type.Null()], {
+          description:
+            'its check at load, on its own model and hardware: a probe scored alone, on its cached prefix, in a crowded batch and after a cached head gave the same log-probabilities bit for bit; null: not checked (loading, or ARBITRA_DETERMINISM_CHECK=off)',
+        }),
+        max_difference: Type.Union([Type.Number(), Type.Null()], { description: 'the largest difference of a log-probability that check saw, in nats' }),
+        kernels_note: Type.Optional(Type.String({ description: 'why it serves the stock kernels although exact ones were asked for' })),
       }),
     ),
   },

@@ -31,6 +31,7 @@ export interface ScoreMessage {
   tenant: string;
   maxRequestTokens: number;
   admitByCost: boolean;
+  background: boolean;
 }
 
 export interface ScoreReplyMessage {
@@ -50,6 +51,7 @@ export function scoreMessage(request: TextScoreRequest): ScoreMessage {
     tenant: request.tenant ?? '',
     maxRequestTokens: request.maxRequestTokens ?? 0,
     admitByCost: request.admitByCost ?? false,
+    background: request.background ?? false,
   };
 }
 
@@ -64,6 +66,7 @@ export function scoreRequest(msg: ScoreMessage, deadline: number): TextScoreRequ
     ...(Number.isFinite(deadline) ? { deadlineMs: Math.max(0, deadline - Date.now()) } : {}),
     ...(msg.admitByCost ? { admitByCost: true } : {}),
     ...(msg.maxRequestTokens ? { maxRequestTokens: msg.maxRequestTokens } : {}),
+    ...(msg.background ? { background: true } : {}),
   };
 }
 
