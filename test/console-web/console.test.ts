@@ -69,7 +69,7 @@ async function go(page: Page, hash: string, section: string): Promise<void> {
 
 t.test('the browser console', { skip: cannotRun }, async (t) => {
   // A cap of two keys, so the page's refusal of a third can be seen in the API's words.
-  const server: Server = await startServer(t.testdir(), { workers: 2, env: { ARBITRA_MAX_KEYS_PER_USER: '2' } });
+  const server: Server = await startServer(t.testdir(), { workers: 2, env: { ARBITRA_MAX_KEYS_PER_USER: '2', ARBITRA_DETERMINISM_CHECK: 'on' } });
   t.teardown(() => server.stop());
   const browser: Browser = await launch();
   t.teardown(() => browser.close());

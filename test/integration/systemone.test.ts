@@ -26,7 +26,7 @@ const choiceConfidence = (p: number[]): number => (Math.max(...p) - 1 / p.length
 if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
-  const server = await startServer(t.testdir(), { workers: 2, env: { ARBITRA_CONTEXT_TOKENS: String(CONTEXT_TOKENS) } });
+  const server = await startServer(t.testdir(), { workers: 2, env: { ARBITRA_CONTEXT_TOKENS: String(CONTEXT_TOKENS), ARBITRA_DETERMINISM_CHECK: 'on' } });
   t.teardown(() => server.stop());
   const alice = await server.createKey('alice@example.com');
   const bob = await server.createKey('bob@example.com');

@@ -143,7 +143,9 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
   const storeArgs = onPostgres ? ['--store', store] : ['--data-dir', store];
   const storeEnv: Record<string, string> = onPostgres ? { ARBITRA_KEY_SECRET: TEST_KEY_SECRET } : {};
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...cleanEnv(), ...storeEnv, ...(opts.env ?? {}) };
+  // The engine's determinism check adds about a second to every start on the test model: a test
+  // that reads what it found asks for it (ARBITRA_DETERMINISM_CHECK: 'on').
+  const env: NodeJS.ProcessEnv = { ...cleanEnv(), ARBITRA_DETERMINISM_CHECK: 'off', ...storeEnv, ...(opts.env ?? {}) };
   if (opts.consoleToken !== null) env.ARBITRA_CONSOLE_TOKEN = opts.consoleToken ?? CONSOLE_TOKEN;
   const workers = opts.workers ?? 2;
   const child = spawn(
