@@ -5,7 +5,8 @@
 // unmodified, default settings) gives up on an attempt after 10 s and retries twice: the same
 // request is then sent through it, and every attempt is counted. With --compare-max-step-ms V a
 // server with that --max-step-ms is measured the same way after the first one has stopped, so that
-// neither meets the other's start-up. Writes bench/out/first-decision.json and the "First decision"
+// neither meets the other's start-up; --starts N starts each server N times for its first request
+// alone before the last start's runs. Writes bench/out/first-decision.json and the "First decision"
 // section of bench/RESULTS.md.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -25,8 +26,11 @@ const { values, common } = benchArgs({
   runs: { type: 'string' },
   /** A second server with this --max-step-ms, measured after the first, for a before/after in one run. */
   'compare-max-step-ms': { type: 'string' },
+  /** Times each server is started and sent one request as soon as it listens, before the last start's runs. */
+  starts: { type: 'string' },
 });
 const runs = numberOption(values.runs, 'runs', 20);
+const starts = numberOption(values.starts, 'starts', 1);
 const compare = values['compare-max-step-ms'] === undefined ? null : numberOption(values['compare-max-step-ms'], 'compare-max-step-ms', 250);
 const log = (msg: string): void => void process.stdout.write(`[bench:first-decision] ${msg}\n`);
 /** The official JS client's own default, which an unmodified client runs with. */
@@ -44,6 +48,8 @@ interface Side {
   client: TypeSafeClient;
   /** Milliseconds of each direct request, the first one sent as soon as the server listened. */
   direct: number[];
+  /** The first request after each start, the last start's included. */
+  firsts: number[];
   failures: string[];
   sdk: { ms: number[]; ok: number; failed: string[]; attempts: number };
 }
@@ -58,7 +64,7 @@ async function side(name: string, args: string[]): Promise<Side> {
     return fetch(input, init);
   };
   const client = new TypeSafeClient({ baseURL: server.url, apiKey: key, logLevel: 'off', fetch: counting });
-  return { name, server, key, client, direct: [], failures: [], sdk };
+  return { name, server, key, client, direct: [], firsts: [], failures: [], sdk };
 }
 
 async function direct(s: Side): Promise<void> {
@@ -83,6 +89,13 @@ async function main(): Promise<void> {
   if (compare !== null) configs.push([`--max-step-ms ${compare}`, ['--max-step-ms', String(compare)]]);
   const sides: Side[] = [];
   for (const [name, args] of configs) {
+    const firsts: number[] = [];
+    for (let start = 1; start < starts; start++) {
+      log(`starting ${name} (${common.model}), start ${start} of ${starts}`);
+      const s = await side(name, args);
+      await direct(s).finally(() => s.server.stop());
+      firsts.push(...s.direct);
+    }
     log(`starting ${name} (${common.model})`);
     const s = await side(name, args);
     sides.push(s);
@@ -92,11 +105,12 @@ async function main(): Promise<void> {
     } finally {
       await s.server.stop();
     }
+    s.firsts = [...firsts, s.direct[0] ?? NaN];
   }
   const rows = sides.map((s) => ({
     name: s.name,
     command: s.server.command,
-    firstMs: s.direct[0] ?? NaN,
+    first: latencySummary(s.firsts),
     direct: latencySummary(s.direct),
     directFailures: s.failures,
     sdk: { ...s.sdk, latency: latencySummary(s.sdk.ms) },
@@ -105,16 +119,16 @@ async function main(): Promise<void> {
   const out = { date: new Date().toISOString(), cpus: os.availableParallelism(), model: path.relative(packageRoot(), common.model), runs, rows };
   writeRawResult('first-decision', out);
   const cell = (l: LatencySummary): string[] => [ms(l.p50), ms(l.p99), ms(l.max)];
-  const command = `npm run bench:first-decision --${compare === null ? '' : ` --compare-max-step-ms ${compare}`}${values.runs ? ` --runs ${runs}` : ''}`;
+  const command = `npm run bench:first-decision --${compare === null ? '' : ` --compare-max-step-ms ${compare}`}${values.runs ? ` --runs ${runs}` : ''}${starts > 1 ? ` --starts ${starts}` : ''}`;
   publishSection(
     common.resultsFile,
     'First decision',
-    `Command: \`${command}\` (${out.date}; ${out.cpus} cores; model ${out.model}). README's example (three questions, \`debias: "permute"\`, 4 passes), each request about a state the server has never seen, one at a time: ${runs} sent directly, the first as soon as the server listened (its self-test still running), then ${runs} through the official JS client (\`@typesafe-ai/sdk\`, default settings: ${SDK_TIMEOUT_MS / 1000} s per attempt, 2 retries)${compare === null ? '' : '; one server after the other, each alone on the machine'}.
+    `Command: \`${command}\` (${out.date}; ${out.cpus} cores; model ${out.model}). README's example (three questions, \`debias: "permute"\`, 4 passes), each request about a state the server has never seen, one at a time: the first as soon as the server listened (its self-test still running), on each of ${starts} start${starts > 1 ? 's' : ''}; then ${runs} sent directly on the last start (its first one included), then ${runs} through the official JS client (\`@typesafe-ai/sdk\`, default settings: ${SDK_TIMEOUT_MS / 1000} s per attempt, 2 retries)${compare === null ? '' : '; one server after the other, each alone on the machine'}.
 ${rows.map((r) => `\n- ${r.name}: \`${r.command}\``).join('')}
 
-| server | first after start ms | direct p50 ms | p99 ms | max ms | failed | SDK answered | SDK attempts | SDK p50 ms | p99 ms | max ms |
-|---|---|---|---|---|---|---|---|---|---|---|
-${rows.map((r) => `| ${r.name} | ${ms(r.firstMs)} | ${cell(r.direct).join(' | ')} | ${r.directFailures.length} | ${r.sdk.ok} of ${runs} | ${r.sdk.attempts} | ${cell(r.sdk.latency).join(' | ')} |`).join('\n')}
+| server | first after start p50 ms | max ms | direct p50 ms | p99 ms | max ms | failed | SDK answered | SDK attempts | SDK p50 ms | p99 ms | max ms |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+${rows.map((r) => `| ${r.name} | ${ms(r.first.p50)} | ${ms(r.first.max)} | ${cell(r.direct).join(' | ')} | ${r.directFailures.length} | ${r.sdk.ok} of ${runs} | ${r.sdk.attempts} | ${cell(r.sdk.latency).join(' | ')} |`).join('\n')}
 `,
     log,
   );

@@ -363,10 +363,12 @@ bool Scorer::one_tenant_in_hand() const {
 
 int32_t Scorer::tokens_in_time(size_t planned_rows, size_t more_rows) const {
   // The first piece of a decode goes whole however long it is, and until the decodes' cost is
-  // known only the batch bounds them.
-  if (batch_.n_tokens == 0 || !cost_.known()) return std::numeric_limits<int32_t>::max();
+  // known only the batch bounds them. Background work has nobody waiting for it and anyone may
+  // arrive behind it: even its first piece keeps to the step target (at least kMinChunk tokens).
+  if (!cost_.known() || (batch_.n_tokens == 0 && !background_turn_)) return std::numeric_limits<int32_t>::max();
   const double left = step_ms_ - cost_.of(batch_.n_tokens, static_cast<double>(planned_rows + more_rows));
-  return left <= 0.0 ? 0 : static_cast<int32_t>(std::min(left / cost_.per_token_ms, static_cast<double>(std::numeric_limits<int32_t>::max())));
+  const int32_t fits = left <= 0.0 ? 0 : static_cast<int32_t>(std::min(left / cost_.per_token_ms, static_cast<double>(std::numeric_limits<int32_t>::max())));
+  return batch_.n_tokens == 0 ? std::max(fits, static_cast<int32_t>(kMinChunk)) : fits;
 }
 
 bool Scorer::place_prefix_chunk(ScoreJob* job, int32_t& budget, Stepped& stepped, std::vector<Planned>& planned) {
@@ -594,7 +596,8 @@ void Scorer::fill_batch(int32_t& budget, Stepped& stepped, std::vector<Planned>&
   // Someone arriving while this decode runs waits for all of it. While the work in hand is one
   // tenant's, that wait is bounded by the max step, and the decode carries as much of that work as
   // fits it; once another tenant's work is in hand, decodes are planned to the step target again.
-  step_ms_ = one_tenant_in_hand() ? std::max(opts_.max_step_ms, opts_.step_target_ms) : opts_.step_target_ms;
+  // Background work keeps to the step target: whoever comes waits for one short decode.
+  step_ms_ = one_tenant_in_hand() && !background_turn_ ? std::max(opts_.max_step_ms, opts_.step_target_ms) : opts_.step_target_ms;
   // One piece at a time, each to the tenant served least recently: a newcomer's prefix goes into
   // the next decode whatever another tenant has queued, and no decode runs past the step bound.
   std::vector<uint64_t> closed;  // tenants with nothing more that fits this decode

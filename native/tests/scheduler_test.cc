@@ -393,6 +393,14 @@ void test_background_work_yields() {
   check(sizes.size() >= 2 && sizes[sizes.size() - 2] == 61 && sizes.back() == 15, "its decodes carried its own tokens alone");
   rig.drain();
   check(rig.done.count(1) == 1 && rig.done[1]->error.empty(), "the background job finished after it");
+  // Alone, background work still keeps to the step target, even in a decode's first piece: a
+  // 200-token prefix goes in chunks of the shortest length, so whoever comes waits for a short decode.
+  const size_t from = rig.model->tokens_per_decode.size();
+  rig.submit(3, tokens({7}, 200, 92), branches(2, 92, 5), 0, {}, true);
+  rig.drain();
+  int32_t widest = 0;
+  for (size_t i = from; i < rig.model->tokens_per_decode.size(); ++i) widest = std::max(widest, rig.model->tokens_per_decode[i]);
+  check(widest <= 32 + 5, "a background decode carried " + std::to_string(widest) + " tokens");
   rig.check_results();
 }
 
