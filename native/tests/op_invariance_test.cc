@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -27,14 +28,9 @@
 
 namespace {
 
-int failures = 0;
-std::string current;
-
-void check(bool ok, const std::string& what) {
-  if (ok) return;
-  ++failures;
-  std::printf("  FAIL %s: %s\n", current.c_str(), what.c_str());
-}
+using arbitra::testing::check;
+using arbitra::testing::current;
+using arbitra::testing::failures;
 
 std::vector<float> randoms(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "model_ops.h"
 #include "scorer.h"
 
@@ -23,14 +24,9 @@ using namespace arbitra;
 
 namespace {
 
-int failures = 0;
-std::string current;
-
-void check(bool ok, const std::string& what) {
-  if (ok) return;
-  ++failures;
-  std::printf("  FAIL %s: %s\n", current.c_str(), what.c_str());
-}
+using arbitra::testing::check;
+using arbitra::testing::current;
+using arbitra::testing::failures;
 
 constexpr int32_t kVocab = 48;
 

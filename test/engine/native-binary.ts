@@ -1,0 +1,26 @@
+// Runs a native test binary built with the addon (native/tests) and turns each of its "ok"/"not
+// ok <test>" lines into one assertion, with the "  FAIL <test>: …" and "# <test>: …" lines it
+// printed under that test as the message.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Test } from 'tap';
+import { packageRoot } from '../../src/paths.js';
+
+export function runNativeTests(t: Test, name: string, opts: { atLeast: number; timeoutMs: number }): void {
+  const binary = path.join(packageRoot(), 'build', 'Release', name);
+  if (!fs.existsSync(binary)) {
+    t.fail(`${binary} is missing: npm install (or npm run build:addon) builds it with the addon`);
+    return;
+  }
+  const run = spawnSync(binary, { encoding: 'utf8', timeout: opts.timeoutMs });
+  const lines = run.stdout.split('\n');
+  const results = lines.filter((l) => /^(not )?ok /.test(l));
+  t.ok(results.length >= opts.atLeast, `the tests ran (${results.length} of them)`);
+  for (const line of results) {
+    const test = line.replace(/^(not )?ok /, '');
+    const why = lines.filter((l) => l.startsWith(`  FAIL ${test}:`) || l.startsWith(`# ${test}:`)).join('\n');
+    t.ok(line.startsWith('ok '), test + (why ? `\n${why}` : ''));
+  }
+  t.equal(run.status, 0, `the binary exits 0${run.stderr ? `\n${run.stderr.slice(-4000)}` : ''}`);
+}
