@@ -7,6 +7,7 @@ import { formatEngineAddress } from './engine/rpc/address.js';
 import type { EngineOptions } from './engine/types.js';
 import type { HttpImplementation } from './api/route.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
+import { DEFAULT_SHUTDOWN_GRACE_SECONDS } from './http/types.js';
 import type { CalibrationMode } from './decision/calibration.js';
 import { limitsPreset, loadLimitsConfig, readBool, LIMITS_DEFAULTS, LIMITS_PRESETS, type LimitsConfig } from './limits/config.js';
 import { DEFAULT_MODEL, findEntry, type CatalogueEntry } from './models/catalogue.js';
@@ -56,6 +57,8 @@ export interface Config {
   /** Operator secret of the console routes; undefined leaves them closed (503). */
   consoleToken: string | undefined;
   maxBodyBytes: number;
+  /** On SIGTERM, how long requests in flight may still run before their connections are closed (--shutdown-grace-seconds). */
+  shutdownGraceSeconds: number;
   /** Extra model aliases, alias → target (a served model id or "default"). */
   modelAliases: Record<string, string>;
   /** Prompt tokens a state may take without the long-context header; null = all the engine holds. */
@@ -113,6 +116,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
+  {
+    flag: '--shutdown-grace-seconds',
+    env: 'ARBITRA_SHUTDOWN_GRACE_SECONDS',
+    help: `on SIGTERM, new connections are refused and requests in flight answered for up to this long before the server stops; a service manager or container runtime must wait longer (default ${DEFAULT_SHUTDOWN_GRACE_SECONDS})`,
+  },
   {
     flag: '--context-tokens',
     env: 'ARBITRA_CONTEXT_TOKENS',
@@ -366,6 +374,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     engineCa: env.ARBITRA_ENGINE_CA ? path.resolve(env.ARBITRA_ENGINE_CA) : undefined,
     consoleToken: consoleToken || undefined,
     maxBodyBytes: int('--max-body-bytes', 1, 1 << 30) ?? DEFAULT_MAX_BODY_BYTES,
+    shutdownGraceSeconds: int('--shutdown-grace-seconds', 0, 86_400) ?? DEFAULT_SHUTDOWN_GRACE_SECONDS,
     modelAliases: parseAliases(env.ARBITRA_MODEL_ALIASES),
     contextTokens: int('--context-tokens', 16, 1 << 24) ?? null,
     http: (httpPref || undefined) as HttpImplementation | undefined,

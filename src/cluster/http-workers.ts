@@ -7,7 +7,8 @@ import { CLUSTER_CH, CLUSTER_PORT_ENV, type ClusterMessage } from './protocol.js
 
 const RESTART_BASE_MS = 250;
 const RESTART_MAX_MS = 30_000;
-const SHUTDOWN_GRACE_MS = 10_000;
+/** After its server's grace, a worker still closes its store and exits: this long before it is killed. */
+const EXIT_MARGIN_MS = 5_000;
 
 export interface HttpWorkers {
   /** Forks `count` workers. */
@@ -20,12 +21,12 @@ export interface HttpWorkers {
   implementation(): string;
   /** The workers that can answer a message now. */
   connected(): Worker[];
-  /** Stops restarting and asks every worker to finish (killing it after a grace period); settles when all have exited. */
+  /** Stops restarting and asks every worker to finish its requests within `graceMs` (killing it a little after); settles when all have exited. */
   stop(): Promise<unknown>;
 }
 
-export function httpWorkers(options: { count: number; port: number; hosts: EngineHost[]; log: (line: string) => void }): HttpWorkers {
-  const { count, port, hosts, log } = options;
+export function httpWorkers(options: { count: number; port: number; hosts: EngineHost[]; graceMs: number; log: (line: string) => void }): HttpWorkers {
+  const { count, port, hosts, graceMs, log } = options;
   const live = new Set<Worker>();
   let stopping = false;
   let failures = 0;
@@ -89,7 +90,7 @@ export function httpWorkers(options: { count: number; port: number; hosts: Engin
           new Promise<void>((resolve) => {
             if (w.isDead()) return resolve();
             w.once('exit', () => resolve());
-            const timer = setTimeout(() => w.process.kill('SIGKILL'), SHUTDOWN_GRACE_MS);
+            const timer = setTimeout(() => w.process.kill('SIGKILL'), graceMs + EXIT_MARGIN_MS);
             timer.unref();
             if (w.isConnected()) w.send({ ch: CLUSTER_CH, type: 'shutdown' } satisfies ClusterMessage);
             else w.process.kill('SIGTERM');

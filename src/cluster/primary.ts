@@ -37,7 +37,7 @@ export async function runPrimary(config: Config, log: (line: string) => void): P
     storeOptions: storeOptions(config),
     log,
   });
-  const workers = httpWorkers({ count: config.workers, port, hosts, log });
+  const workers = httpWorkers({ count: config.workers, port, hosts, graceMs: config.shutdownGraceSeconds * 1000, log });
   const stopMetrics = serveClusterMetrics({
     workers: () => workers.connected(),
     on: (handler) => {

@@ -85,7 +85,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   return {
     port: server.port,
     async stop() {
-      await server.close();
+      await server.close(config.shutdownGraceSeconds * 1000);
       await purge.stop();
       await local?.close();
       await store.close();

@@ -33,7 +33,7 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
     process.on('message', (msg: ClusterMessage) => {
       if (msg?.ch !== CLUSTER_CH || msg.type !== 'shutdown') return;
       void server
-        .close()
+        .close(config.shutdownGraceSeconds * 1000)
         .then(() => store.close())
         .finally(() => process.exit(0));
     });

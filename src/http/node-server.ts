@@ -3,7 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { WireResponse } from '../api/route.js';
-import type { HttpApp, RunningServer } from './types.js';
+import { DEFAULT_SHUTDOWN_GRACE_SECONDS, type HttpApp, type RunningServer } from './types.js';
 
 export function startNodeServer(app: HttpApp, host: string, port: number): Promise<RunningServer> {
   const server = http.createServer((req, res) => serve(app, req, res));
@@ -70,9 +70,14 @@ function listen(server: http.Server, host: string, port: number): Promise<Runnin
       resolve({
         implementation: 'node',
         port: (server.address() as AddressInfo).port,
-        close: () =>
+        close: (graceMs = DEFAULT_SHUTDOWN_GRACE_SECONDS * 1000) =>
           new Promise<void>((done) => {
-            server.close(() => done());
+            // Past the grace, connections still answering are cut, as uWS does.
+            const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+            server.close(() => {
+              clearTimeout(timer);
+              done();
+            });
             server.closeIdleConnections();
           }),
       });

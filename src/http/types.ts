@@ -2,6 +2,13 @@
 // chooser (server.ts) sits above both adapters and picks one.
 import type { HttpImplementation, HttpRequest, WireResponse } from '../api/route.js';
 
+/**
+ * How long a stopping server lets requests in flight run before it closes their connections. A
+ * decision queued behind others on a 2-core CPU can take tens of seconds, and 30 s is what
+ * Kubernetes waits after SIGTERM by default.
+ */
+export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 30;
+
 /** What a transport needs from the application: the pipeline below the socket. */
 export interface HttpApp {
   /** Bodies larger than this are refused with 413 before they are buffered. */
@@ -20,6 +27,6 @@ export interface RunningServer {
   implementation: HttpImplementation;
   /** The bound port (useful when asked for port 0). */
   port: number;
-  /** Stops accepting, lets requests in flight finish (bounded), then closes. */
-  close(): Promise<void>;
+  /** Stops accepting, lets requests in flight finish for up to `graceMs` (default DEFAULT_SHUTDOWN_GRACE_SECONDS), then closes every connection. */
+  close(graceMs?: number): Promise<void>;
 }

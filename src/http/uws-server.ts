@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { STATUS_CODES } from 'node:http';
 import type * as UWS from 'uwebsockets';
 import type { WireResponse } from '../api/route.js';
-import type { HttpApp, RunningServer } from './types.js';
+import { DEFAULT_SHUTDOWN_GRACE_SECONDS, type HttpApp, type RunningServer } from './types.js';
 
 type UwsModule = typeof UWS;
 
@@ -179,14 +179,14 @@ function listen(uws: UwsModule, server: UWS.TemplatedApp, host: string, port: nu
       resolve({
         implementation: 'uws',
         port: uws.us_socket_local_port(listenSocket),
-        close: () => closeGracefully(uws, server, listenSocket, inFlight),
+        close: (graceMs = DEFAULT_SHUTDOWN_GRACE_SECONDS * 1000) => closeGracefully(uws, server, listenSocket, inFlight, graceMs),
       });
     });
   });
 }
 
-/** Stops accepting, then closes once the requests in flight have settled, or after 10 s regardless. */
-function closeGracefully(uws: UwsModule, server: UWS.TemplatedApp, listenSocket: UWS.us_listen_socket, inFlight: InFlight): Promise<void> {
+/** Stops accepting, then closes once the requests in flight have settled, or after `graceMs` regardless. */
+function closeGracefully(uws: UwsModule, server: UWS.TemplatedApp, listenSocket: UWS.us_listen_socket, inFlight: InFlight, graceMs: number): Promise<void> {
   return new Promise<void>((done) => {
     uws.us_listen_socket_close(listenSocket);
     const finish = (): void => {
@@ -195,7 +195,7 @@ function closeGracefully(uws: UwsModule, server: UWS.TemplatedApp, listenSocket:
     };
     if (inFlight.idle) finish();
     else {
-      const timer = setTimeout(finish, 10_000);
+      const timer = setTimeout(finish, graceMs);
       inFlight.whenDrained(() => {
         clearTimeout(timer);
         finish();
