@@ -69,12 +69,15 @@ function hashTree(hash, dir) {
 function buildAddon() {
   const cuda = wantCuda();
   const native = process.env.ARBITRA_NATIVE === '1';
+  // Without a GPU to ask (an image build), the CUDA architectures to compile for must be named.
+  const cudaArchitectures = (cuda && process.env.ARBITRA_CUDA_ARCHITECTURES) || '';
   const hash = createHash('sha256');
   hashTree(hash, path.join(root, 'native'));
   hash.update(fs.readFileSync(path.join(root, 'CMakeLists.txt')));
   hash.update(fs.readFileSync(path.join(root, 'cmake', 'llama-settings.cmake')));
   hash.update(fs.readFileSync(path.join(root, 'deps', 'llama.cpp.stamp')));
   hash.update(`${process.versions.modules}:${cuda}:${native}`);
+  if (cudaArchitectures) hash.update(`:${cudaArchitectures}`);
   const stamp = hash.digest('hex');
   const stampFile = path.join(root, 'build', 'arbitra.stamp');
   const addon = path.join(root, 'build', 'Release', 'arbitra.node');
@@ -82,7 +85,8 @@ function buildAddon() {
     log('addon is up to date');
     return;
   }
-  log(`building the addon (backend: ${cuda ? 'cuda' : 'cpu'}, cpu flags: ${native ? 'native' : 'portable x86-64-v3'})`);
+  const backend = cuda ? `cuda${cudaArchitectures && ` for ${cudaArchitectures}`}` : 'cpu';
+  log(`building the addon (backend: ${backend}, cpu flags: ${native ? 'native' : 'portable x86-64-v3'})`);
   const jobs = String(Number(process.env.ARBITRA_BUILD_JOBS) || os.availableParallelism());
   // cmake-js would download Node's headers; the ones installed beside node are used when present.
   const env = { ...process.env };
@@ -93,6 +97,7 @@ function buildAddon() {
     'compile', '--out', 'build', '--parallel', jobs,
     `--CDARBITRA_CUDA=${cuda ? 'ON' : 'OFF'}`,
     `--CDARBITRA_NATIVE=${native ? 'ON' : 'OFF'}`,
+    ...(cudaArchitectures ? [`--CDCMAKE_CUDA_ARCHITECTURES=${cudaArchitectures}`] : []),
   ], { env });
   fs.writeFileSync(stampFile, stamp);
 }
