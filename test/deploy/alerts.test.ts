@@ -30,6 +30,12 @@ t.test('promtool checks the rules and passes their unit tests', async (t) => {
   for (const [, name] of rules.matchAll(/alert: (\w+)/g)) t.match(tested, new RegExp(`alertname: ${name}\\b`), `${name} has a unit test`);
 });
 
+t.test("compose's Prometheus configuration is valid and loads the rules", async (t) => {
+  const check = spawnSync(promtool, ['check', 'config', 'prometheus.yml'], { cwd: dir, encoding: 'utf8' });
+  t.equal(check.status, 0, `promtool check config\n${check.stdout}${check.stderr}`);
+  t.match(check.stdout, /SUCCESS: 7 rules found/, 'arbitra-alerts.yml is read from beside it');
+});
+
 if (cannotRun) {
   t.test('the rules read series the server exports', { skip: cannotRun }, async () => {});
 } else {
