@@ -75,8 +75,9 @@ export interface EngineOptions {
   maxStepMs: number;
   /**
    * Check at load that the probe scores the same alone, crowded and after cached heads, and that
-   * exact kernels agree with the stock ones (determinism-check.ts); off only where load time counts
-   * more (tests).
+   * exact kernels agree with the stock ones (determinism-check.ts). The service asks for it unless
+   * ARBITRA_DETERMINISM_CHECK=off (config.ts); an engine opened in code (a test, a bench) checks only
+   * when asked, since the check costs seconds of every load.
    */
   checkDeterminism: boolean;
   /**

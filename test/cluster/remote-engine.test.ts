@@ -25,7 +25,8 @@ async function engineStatuses(server: Server): Promise<string[]> {
 if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
-  const engines: EngineNode[] = [await startEngineNode(SECRET), await startEngineNode(SECRET)];
+  // The first engine checks determinism at load, which the first test reads through the API node.
+  const engines: EngineNode[] = [await startEngineNode({ ...SECRET, ARBITRA_DETERMINISM_CHECK: 'on' }), await startEngineNode(SECRET)];
   t.teardown(() => Promise.all(engines.map((e) => e.stop())));
   const dir = t.testdir();
   const start = (env: Record<string, string>, list = engines.map((e) => `127.0.0.1:${e.port}`).join(','), args: string[] = []) =>

@@ -8,7 +8,7 @@ import { createLocalEngine } from '../../src/engine/local.js';
 import type { EngineOptions } from '../../src/engine/types.js';
 import { TEST_MODEL } from '../helpers/models.js';
 
-const SMALL: Partial<EngineOptions> = { threads: 2, kvCells: 4096, maxSequences: 8 };
+const SMALL: Partial<EngineOptions> = { threads: 2, kvCells: 4096, maxSequences: 8, checkDeterminism: true };
 
 async function checked(options: Partial<EngineOptions>) {
   const engine = await createLocalEngine(TEST_MODEL, { ...SMALL, ...options });

@@ -267,7 +267,8 @@ export interface EngineNode {
 
 /**
  * `arbitra engine --listen 127.0.0.1:PORT` with the test model, small caches and one thread (API
- * nodes elsewhere reach it with `--engines`). `env` carries ARBITRA_ENGINE_SECRET and the rest.
+ * nodes elsewhere reach it with `--engines`). `env` carries ARBITRA_ENGINE_SECRET and the rest; as
+ * startServer's, it checks determinism at load only when `env` asks (ARBITRA_DETERMINISM_CHECK: 'on').
  */
 export async function startEngineNode(env: Record<string, string>, opts: { port?: number; args?: string[] } = {}): Promise<EngineNode> {
   const port = opts.port ?? (await freePort());
@@ -287,7 +288,10 @@ export async function startEngineNode(env: Record<string, string>, opts: { port?
     '0',
     ...(opts.args ?? []),
   ];
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...cleanEnv(), ARBITRA_SELF_TEST: 'off', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...cleanEnv(), ARBITRA_SELF_TEST: 'off', ARBITRA_DETERMINISM_CHECK: 'off', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let log = '';
   const address = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no engine listening line within 120 s:\n${log}`)), 120_000);
