@@ -49,7 +49,8 @@ if (!own) {
 }
 
 const tags = [`localhost/arbitra:${options.backend}-${short}`, ...options.tag];
-const args = ['build', '--format', 'docker', '-f', containerfile, '--build-arg', `BACKEND=${options.backend}`, '--build-arg', `REVISION=${commit}`];
+// The revision is a --label, applied when the image is committed (see the Containerfile's LABEL).
+const args = ['build', '--format', 'docker', '-f', containerfile, '--build-arg', `BACKEND=${options.backend}`, '--label', `org.opencontainers.image.revision=${commit}`];
 if (options['cuda-architectures']) args.push('--build-arg', `CUDA_ARCHITECTURES=${options['cuda-architectures']}`);
 // The build trusts what this machine trusts, a TLS-inspecting proxy's certificate included.
 if (fs.existsSync(options.ca)) args.push('--secret', `id=ca,src=${options.ca}`);
