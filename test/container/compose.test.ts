@@ -64,6 +64,8 @@ t.teardown(async () => {
 
 const arbitra: Container = containerNamed(`${project}_arbitra_1`, `http://127.0.0.1:${httpPort}`);
 const postgres = containerNamed(`${project}_postgres_1`, '');
+/** The key made on the previous image, which the upgrade must keep. */
+let key = '';
 const psql = async (sql: string): Promise<string> => (await postgres.exec(['psql', '--username', 'arbitra', '--dbname', 'arbitra', '-tAc', sql])).stdout.trim();
 
 t.test('the stack on the previous image: Arbitra keeps its keys in PostgreSQL, hashed', async (t) => {
@@ -91,16 +93,14 @@ t.test('the stack on the previous image: Arbitra keeps its keys in PostgreSQL, h
   const logs = await arbitra.logs();
   t.match(logs, /store: PostgreSQL at postgres:\/\/arbitra@postgres:5432\/arbitra/, 'the store is the compose PostgreSQL');
   t.notOk(logs.includes(password), 'its password is in no log line');
-  const key = await createKey(arbitra, EMAIL);
+  key = await createKey(arbitra, EMAIL);
   t.equal((await decide(arbitra, key, decisionBody('small', 1), 300_000)).status, 200, 'a decision with a key made by the CLI in the container');
   t.equal(await psql('select count(*) from api_keys where revoked_at is null'), '1', 'the key is a row of PostgreSQL');
   const dump = (await postgres.exec(['pg_dump', '--username', 'arbitra', '--data-only', 'arbitra'])).stdout;
   t.notOk(dump.includes(key), 'the secret itself is nowhere in the database');
-  fs.writeFileSync(path.join(dir, 'key'), key);
 });
 
 t.test("upgraded in place to this commit's image: the key, its usage and the schema carry over", async (t) => {
-  const key = fs.readFileSync(path.join(dir, 'key'), 'utf8');
   const before = await usageCount(arbitra, consoleToken, EMAIL);
   t.ok(before >= 1, `${before} decisions counted before the upgrade`);
   const migrations = await psql('select count(*) from schema_migrations');

@@ -19,13 +19,9 @@ export interface Run {
 }
 
 /** Runs a command to its end; `ok` false lets a failure through as a non-zero code instead of throwing. */
-export async function sh(
-  cmd: string,
-  args: readonly string[],
-  opts: { ok?: boolean; env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
-): Promise<Run> {
+export async function sh(cmd: string, args: readonly string[], opts: { ok?: boolean; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<Run> {
   try {
-    const r = await exec(cmd, args, { env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 600_000, cwd: opts.cwd, maxBuffer: 64 * 1024 * 1024 });
+    const r = await exec(cmd, args, { env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 600_000, maxBuffer: 64 * 1024 * 1024 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code?: number | string; stdout?: string; stderr?: string; message: string };

@@ -1,7 +1,7 @@
 // deploy/container and deploy/compose.yaml without running a container (npm run test:container runs
-// them): the labels the Containerfile defaults to are this checkout's, the settings the image and
-// compose give the service load as a real configuration, a stop waits longer than the server drains,
-// and the image's health check tells 200 from anything else.
+// them): the labels the Containerfile defaults to are this checkout's, the settings the image gives
+// the service load as a real configuration, a stop waits longer than the server drains, and the
+// image's health check tells 200 from anything else. deploy.test.ts loads compose's settings.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -18,14 +18,6 @@ const read = (file: string): string => fs.readFileSync(path.join(root, file), 'u
 const containerfile = read('deploy/container/Containerfile');
 const compose = read('deploy/compose.yaml');
 
-/** KEY=VALUE lines, comments skipped. */
-const envOf = (text: string): Record<string, string> =>
-  Object.fromEntries(
-    text
-      .split('\n')
-      .filter((l) => l.trim() && !l.trimStart().startsWith('#'))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
 const argDefault = (name: string): string | undefined => new RegExp(`^ARG ${name}=(\\S+)$`, 'm').exec(containerfile)?.[1];
 
 t.test("the Containerfile's label defaults are this checkout's version and llama.cpp", async (t) => {
@@ -43,20 +35,6 @@ t.test("the image's settings load: every interface, the two volumes' folders", a
   t.equal(config.store, '/var/lib/arbitra/data');
   t.match(containerfile, /^VOLUME \["\/var\/lib\/arbitra\/data", "\/var\/lib\/arbitra\/models"\]$/m);
   t.match(containerfile, /^USER 10001:10001$/m, 'not root');
-});
-
-t.test("compose's service settings load with the example env file: PostgreSQL, its secrets", async (t) => {
-  const storeUrl = /ARBITRA_STORE_URL: (\S+)/.exec(compose)?.[1];
-  const example = envOf(read('deploy/env/compose-arbitra.env.example'));
-  const config = loadConfig([], { ...example, ARBITRA_STORE_URL: storeUrl });
-  t.equal(config.store, 'postgres://arbitra@postgres:5432/arbitra', 'no password in the URL or the compose file');
-  t.ok(config.keySecret && config.consoleToken, 'the key secret and console token come from the env file');
-  t.equal(example.PGPASSWORD, envOf(read('deploy/env/compose-postgres.env.example')).POSTGRES_PASSWORD, 'the two examples hold the same password');
-  const settings = compose
-    .split('\n')
-    .filter((l) => !l.trimStart().startsWith('#'))
-    .join('\n');
-  t.notMatch(settings, /PASSWORD|SECRET|TOKEN/i, 'no secret is set in compose.yaml, nor interpolated onto a command line');
 });
 
 t.test('a stop waits longer than the server drains', async (t) => {

@@ -53,6 +53,21 @@ t.test("an engine instance's example settings load: it listens with TLS", async 
   t.equal(c.engines, null);
 });
 
+t.test("compose's service settings load with the example env file: PostgreSQL, its secrets", async (t) => {
+  const compose = read('compose.yaml');
+  const storeUrl = /ARBITRA_STORE_URL: (\S+)/.exec(compose)?.[1];
+  const example = envFile('env/compose-arbitra.env.example');
+  const config = loadConfig([], { ...example, ARBITRA_STORE_URL: storeUrl });
+  t.equal(config.store, 'postgres://arbitra@postgres:5432/arbitra', 'no password in the URL or the compose file');
+  t.ok(config.keySecret && config.consoleToken, 'the key secret and console token come from the env file');
+  t.equal(example.PGPASSWORD, envFile('env/compose-postgres.env.example').POSTGRES_PASSWORD, 'the two examples hold the same password');
+  const settings = compose
+    .split('\n')
+    .filter((l) => !l.trimStart().startsWith('#'))
+    .join('\n');
+  t.notMatch(settings, /PASSWORD|SECRET|TOKEN/i, 'no secret is set in compose.yaml, nor interpolated onto a command line');
+});
+
 t.test('the units run the commands that exist, with the env files the examples describe', async (t) => {
   const api = read('systemd/arbitra-api.service');
   t.match(api, /^ExecStart=\/usr\/bin\/node \/opt\/arbitra\/dist\/src\/cli\/main\.js serve$/m);
