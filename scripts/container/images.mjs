@@ -49,8 +49,7 @@ if (!own) {
 }
 
 const tags = [`localhost/arbitra:${options.backend}-${short}`, ...options.tag];
-// The revision is a --label, applied when the image is committed (see the Containerfile's LABEL).
-const args = ['build', '--format', 'docker', '-f', containerfile, '--build-arg', `BACKEND=${options.backend}`, '--label', `org.opencontainers.image.revision=${commit}`];
+const args = ['build', '--format', 'docker', '-f', containerfile, '--build-arg', `BACKEND=${options.backend}`, '--build-arg', `REVISION=${commit}`];
 if (options['cuda-architectures']) args.push('--build-arg', `CUDA_ARCHITECTURES=${options['cuda-architectures']}`);
 // The build trusts what this machine trusts, a TLS-inspecting proxy's certificate included.
 if (fs.existsSync(options.ca)) args.push('--secret', `id=ca,src=${options.ca}`);
