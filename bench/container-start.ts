@@ -5,7 +5,8 @@
 // and times each from the command's start to the first 200 from POST /v1/systemone, asked every
 // 100 ms with a key made beforehand. A round's starts find the model file in the page cache (a
 // restart); with --drop-caches (root) each start begins with an empty page cache instead (a boot).
-// The goal: the container within 2x the host. Writes the "Containers" section of bench/RESULTS.md.
+// The goal: the container within 2x the host. Writes the "Containers (issue 41)" section of
+// bench/RESULTS.md.
 //
 //   npm run bench:container-start -- [--image localhost/arbitra:cpu-<commit>] [--rounds 3] [--drop-caches]
 import { execFileSync, spawn } from 'node:child_process';
@@ -80,13 +81,13 @@ async function inContainer(): Promise<number> {
   const volume = uniqueName('start-data');
   const name = uniqueName('start');
   const mounts = ['-v', `${volume}:/var/lib/arbitra/data`, '-v', `${root}/models:/var/lib/arbitra/models:ro`];
-  const key = (
-    await podman(['run', '--rm', '--network', 'host', '--no-healthcheck', ...mounts, image, 'keys', 'create', '--email', 'bench@example.com'])
-  ).stdout.trim();
-  const port = await freePort();
-  emptyPageCache();
-  const started = performance.now();
   try {
+    const key = (
+      await podman(['run', '--rm', '--network', 'host', '--no-healthcheck', ...mounts, image, 'keys', 'create', '--email', 'bench@example.com'])
+    ).stdout.trim();
+    const port = await freePort();
+    emptyPageCache();
+    const started = performance.now();
     await podman(['run', '-d', '--name', name, '--network', 'host', ...mounts, '-e', `ARBITRA_PORT=${port}`, image, 'serve', '--model', modelName]);
     return await firstAnswer(`http://127.0.0.1:${port}`, key, started, () => true);
   } finally {
@@ -114,7 +115,7 @@ writeRawResult(`container-start${dropCaches ? '-cold' : ''}`, { image, size, mod
 const secs = (xs: number[]): string => xs.map((x) => (x / 1000).toFixed(2)).join(', ');
 publishSection(
   common.resultsFile,
-  `Containers: first answer after start${dropCaches ? ', cold page cache' : ''}`,
+  `Containers (issue 41)${dropCaches ? ': cold page cache' : ''}`,
   `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${os.cpus().length} cores, with \`${command}\`.
 Model \`${modelName}\`, \`arbitra serve\` with its defaults on both sides; ${cache}; ${rounds} rounds, host and container in
 alternating order; each time from the command's start to the first 200 from POST /v1/systemone. Image \`${image}\`,

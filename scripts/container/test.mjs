@@ -3,10 +3,7 @@
 //
 // 1. podman, runc, podman-compose and mmdebstrap from Debian's packages when missing (tools.mjs),
 //    and the small test model the containers serve from a bind mount of models/ (test-models.mjs);
-// 2. podman's settings for the machines this suite runs on, in a containers.conf of this run's
-//    own (CONTAINERS_CONF; the machine's own configuration is not touched): runc and cgroupfs, since
-//    they have no systemd to manage cgroups, the file event log, and ulimits below the machine's
-//    hard limits (podman's defaults ask for more than a container may have here);
+// 2. podman's settings for the machines this suite runs on (containers-conf.mjs);
 // 3. the base images, made locally where they cannot be pulled (bases.mjs);
 // 4. the CPU image of this commit, and of the commit it upgrades from (ARBITRA_UPGRADE_FROM,
 //    default HEAD~1), each from `git archive` of its commit (images.mjs);
@@ -14,9 +11,8 @@
 //    the two images' names.
 // Each step's time is printed at the end, beside tap's summary.
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { writeContainersConf } from './containers-conf.mjs';
 import { failWith, read, root, secondsSince } from './podman.mjs';
 
 const fail = failWith('test:container');
@@ -34,21 +30,7 @@ const started = Date.now();
 if (step('tools', 'scripts/container/tools.mjs') !== 0) fail('the container tools could not be installed');
 if (step('test model', 'scripts/test-models.mjs') !== 0) fail('the test model could not be fetched');
 
-const conf = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'arbitra-podman-')), 'containers.conf');
-const hard = (flag) => Number(read('sh', ['-c', `ulimit -H${flag}`])) || 65_536;
-const limit = (flag, most) => Math.min(most, Math.floor(hard(flag) * 0.8));
-fs.writeFileSync(
-  conf,
-  `[containers]
-default_ulimits = ["nofile=${limit('n', 65_536)}:${limit('n', 65_536)}", "nproc=${limit('u', 32_768)}:${limit('u', 32_768)}"]
-
-[engine]
-cgroup_manager = "cgroupfs"
-runtime = "runc"
-events_logger = "file"
-`,
-);
-const env = { ...process.env, CONTAINERS_CONF: conf };
+const env = { ...process.env, CONTAINERS_CONF: writeContainersConf() };
 
 if (step('base images', 'scripts/container/bases.mjs', [], env) !== 0) fail('the base images could not be made');
 

@@ -2,11 +2,19 @@
 // that script built, containers on the host's network (the one kind of network every machine the
 // suite runs on gives podman), and waits that end in a clear failure, never a hang. A file that
 // imports this is in the suite's container tier: `npm test` leaves it out.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { call, type Reply } from '../../bench/lib/http.js';
+import { packageRoot } from '../../src/paths.js';
 
 const exec = promisify(execFile);
+
+// podman's settings for these machines (scripts/container/containers-conf.mjs), unless the caller
+// (scripts/container/test.mjs) set them: a test file run alone, or the bench, needs them as well.
+process.env.CONTAINERS_CONF ||= execFileSync(process.execPath, [path.join(packageRoot(), 'scripts', 'container', 'containers-conf.mjs')], {
+  encoding: 'utf8',
+}).trim();
 
 /** The images scripts/container/test.mjs built: this commit's, and the one it upgrades from. */
 export const IMAGE = process.env.ARBITRA_TEST_IMAGE ?? 'localhost/arbitra:cpu';
