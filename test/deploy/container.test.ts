@@ -37,6 +37,19 @@ t.test("the image's settings load: every interface, the two volumes' folders", a
   t.match(containerfile, /^USER 10001:10001$/m, 'not root');
 });
 
+t.test('every build command the docs give names the backend, which podman 4.3 needs', async (t) => {
+  const commands = ['README.md', 'docs/operations.md', 'deploy/container/Containerfile'].flatMap((file) =>
+    [...read(file).matchAll(/podman build [^\n]*deploy\/container\/Containerfile[^\n]*/g)].map((m) => `${file}: ${m[0]}`),
+  );
+  t.ok(commands.length >= 4, `${commands.length} commands`);
+  t.same(
+    commands.filter((c) => !/--build-arg BACKEND=(cpu|cuda)\b/.test(c)),
+    [],
+    'each has --build-arg BACKEND',
+  );
+  t.match(compose, /^ {6}args:\n {8}BACKEND: cpu$/m, "and so does compose's build");
+});
+
 t.test('a stop waits longer than the server drains', async (t) => {
   const grace = Number(/stop_grace_period: (\d+)s/.exec(compose)?.[1]);
   t.ok(grace > DEFAULT_SHUTDOWN_GRACE_SECONDS, `compose waits ${grace} s > the ${DEFAULT_SHUTDOWN_GRACE_SECONDS} s drain`);
