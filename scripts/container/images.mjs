@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { failWith, imageSize, read, root, run, secondsSince } from './podman.mjs';
+import { failWith, imageExists, imageSize, read, root, run, secondsSince } from './podman.mjs';
 
 const NAME = 'container image';
 const fail = failWith(NAME);
@@ -57,4 +57,6 @@ for (const tag of tags) args.push('-t', tag);
 const started = Date.now();
 log(`building ${tags.join(', ')} from ${commit}`);
 run('podman', [...args, context], fail);
+// podman build stopped by a signal has exited 0 without the image: the image itself is the proof.
+if (!imageExists(tags[0])) fail(`podman build ended without ${tags[0]}`);
 log(`built ${tags[0]} in ${secondsSince(started)} s: ${(imageSize(tags[0]) / 1e6).toFixed(0)} MB`);
