@@ -17,6 +17,12 @@ const EMAIL = 'ops@example.com';
 /** The test model and small KV lanes (test/helpers/models.ts): what is tested here is the container, not the model. */
 const SERVE = ['serve', '--model', 'gemma-3-270m-q4_k_m', '--workers', '1', '--max-sequences', '8', '--long-ctx-size', '0'];
 const START_MS = 180_000;
+/**
+ * The drain the containers are given, and how long `podman stop` waits. The 100-question request
+ * sent before SIGTERM outlasted the default 30 s grace once other builds shared the 2 cores, and
+ * was cut as designed; what is tested here is that the drain answers it, not how long it may take.
+ */
+const GRACE_S = 150;
 
 t.test('the image: under 600 MB, no model, labelled, non-root, state in volumes, a health check', async (t) => {
   const image = await inspectImage(IMAGE);
@@ -45,7 +51,12 @@ t.test('a decision, kill -9, a restart on the same volume, SIGTERM with a reques
       image: IMAGE,
       name: uniqueName('serve'),
       port,
-      env: { ARBITRA_CONSOLE_TOKEN: CONSOLE_TOKEN, ARBITRA_SELF_TEST: 'off', ARBITRA_DETERMINISM_CHECK: 'off' },
+      env: {
+        ARBITRA_CONSOLE_TOKEN: CONSOLE_TOKEN,
+        ARBITRA_SELF_TEST: 'off',
+        ARBITRA_DETERMINISM_CHECK: 'off',
+        ARBITRA_SHUTDOWN_GRACE_SECONDS: String(GRACE_S),
+      },
       // The host's models, read-only: the container finds the test model there and writes nothing.
       volumes: [`${volume}:/var/lib/arbitra/data`, `${root}/models:/var/lib/arbitra/models:ro`],
       args: SERVE,
@@ -79,17 +90,18 @@ t.test('a decision, kill -9, a restart on the same volume, SIGTERM with a reques
 
   // SIGTERM while a large request is being scored: the server stops taking connections but answers it.
   let settled = false;
-  const inFlight = decide(second, key, decisionBody('large', 4, 100), 180_000).finally(() => {
+  const inFlight = decide(second, key, decisionBody('large', 4, 100), (GRACE_S + 30) * 1000).finally(() => {
     settled = true;
   });
   await waitForWork(second);
-  const stopped = podman(['stop', '--time', '60', second.name]);
+  const stopped = podman(['stop', '--time', String(GRACE_S + 20), second.name]);
   await waitForLog(second, /SIGTERM received, shutting down/);
   t.notOk(settled, 'the request was still in flight when the server took the SIGTERM');
   const reply = await inFlight;
   await stopped;
-  t.equal(reply.status, 200, `the request in flight at SIGTERM was answered: ${reply.error ?? reply.text.slice(0, 200)}`);
-  t.equal(Object.keys((JSON.parse(reply.text) as { answers: object }).answers).length, 100, 'with all its answers');
+  const log = reply.status === 200 ? '' : `\n${(await second.logs()).slice(-2000)}`;
+  t.equal(reply.status, 200, `the request in flight at SIGTERM was answered: ${reply.error ?? reply.text.slice(0, 200)}${log}`);
+  if (reply.status === 200) t.equal(Object.keys((JSON.parse(reply.text) as { answers: object }).answers).length, 100, 'with all its answers');
   const state = await second.state();
   t.equal(state.ExitCode, 0, 'the server exited cleanly, before podman had to kill it');
 });
