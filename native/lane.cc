@@ -46,10 +46,11 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   cp.flash_attn_type = static_cast<llama_flash_attn_type>(spec.flash_attn);
   llama_context* ctx = nullptr;
   {
-    // The CPU backend reads the variable once, when the context creates it.
+    // The CPU and CUDA backends read their variable once, when the context creates them.
     static std::mutex env_mu;
     std::lock_guard<std::mutex> lk(env_mu);
     setenv("GGML_CPU_BATCH_INVARIANT", spec.exact_kernels ? "1" : "0", 1);
+    setenv("GGML_CUDA_BATCH_INVARIANT", spec.exact_kernels ? "1" : "0", 1);
     ctx = llama_init_from_model(model, cp);
   }
   if (ctx == nullptr) return false;

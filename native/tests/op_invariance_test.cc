@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -359,6 +360,8 @@ int main(int argc, char** argv) {
   const bool all = argc > 1 && std::string(argv[1]) == "--backend" && argc > 2 && std::string(argv[2]) == "all";
   const bool stock = std::find_if(argv, argv + argc, [](const char* a) { return std::string(a) == "--stock"; }) != argv + argc;
   ggml_backend_load_all();
+  // A GPU backend reads its switch when the backend is created (native/patches/ggml-cuda-*).
+  setenv("GGML_CUDA_BATCH_INVARIANT", stock ? "0" : "1", 1);
   int required_failures = 0;
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     Backend b;
