@@ -3,13 +3,13 @@
 // files that load no model (the fast tier, and the PostgreSQL tests, which mostly wait); then one at
 // a time the files that do, since model threads on a small machine only slow each other down; one
 // summary line for both at the end. `--fast` (`npm run test:fast`): the fast tier alone, its store
-// contracts on LMDB alone. `--container`: the container tier alone, one file at a time (what
-// `npm run test:container` runs once its images are built). `--list`: each file's tier and what it
-// starts. Other arguments go to tap.
+// contracts on LMDB alone. `--container` or `--device`: that tier of its own alone, one file at a
+// time (what `npm run test:container` runs once its images are built, and `npm run test:device`).
+// `--list`: each file's tier and what it starts. Other arguments go to tap.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
-import { onlyPostgres, root, runsContainers, tierOf, tiers } from './lib/test-tiers.mjs';
+import { onlyPostgres, ownTier, root, tierOf, tiers } from './lib/test-tiers.mjs';
 
 // Those files wait on disks and PostgreSQL start-ups as much as on the CPU: on 2 cores the fast tier
 // with PostgreSQL took 54 s two at a time, 49 s three at a time and 47 s four at a time.
@@ -21,14 +21,13 @@ if (args.includes('--list')) {
   process.exit(0);
 }
 const fastOnly = args.includes('--fast');
-const containersOnly = args.includes('--container');
-const tapArgs = args.filter((a) => a !== '--fast' && a !== '--container');
+const ownOnly = ['container', 'device'].find((tier) => args.includes(`--${tier}`));
+const tapArgs = args.filter((a) => a !== '--fast' && a !== `--${ownOnly}`);
 const where = (test) => [...files].filter(([, what]) => test(what)).map(([file]) => file);
 const loadsNoModel = (what) => what.length === 0 || onlyPostgres(what);
 const fast = where((what) => what.length === 0);
 const modelFree = where(loadsNoModel);
-const withModels = where((what) => !loadsNoModel(what) && !runsContainers(what));
-const containers = where(runsContainers);
+const withModels = where((what) => !loadsNoModel(what) && !ownTier(what));
 
 /** Runs tap over `list`, passing its output through; resolves with its exit status and its summary counts. */
 function tap(list, jobs, env = {}) {
@@ -48,9 +47,10 @@ function tap(list, jobs, env = {}) {
   });
 }
 
-if (containersOnly) {
-  console.log(`test:container: ${containers.length} files that run containers, one at a time`);
-  process.exit((await tap(containers, 1)).code);
+if (ownOnly) {
+  const list = where((what) => ownTier(what) === ownOnly);
+  console.log(`test:${ownOnly}: ${list.length} files of the ${ownOnly} tier, one at a time`);
+  process.exit((await tap(list, 1)).code);
 }
 if (fastOnly) {
   console.log(`test:fast: ${fast.length} of ${files.size} test files (the others start a model, a server, PostgreSQL or a browser: npm test runs them)`);

@@ -1,8 +1,8 @@
 // The tiers of the suite, chosen by what each test file imports: a file is slow when it reaches,
 // through its own imports within test/, a helper that starts a model, a server, a PostgreSQL server
-// or a browser; every other file is fast. A file that runs podman containers is in a tier of its
-// own, which only `npm run test:container` runs. A new test falls in the right tier by what it
-// uses, with no list to keep.
+// or a browser; every other file is fast. A file that runs podman containers, or the device
+// pipeline on the CPU, is in a tier of its own, which only `npm run test:container` or
+// `npm run test:device` runs. A new test falls in the right tier by what it uses, with no list to keep.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ const SLOW_HELPERS = {
   'test/helpers/postgres.ts': 'a PostgreSQL server',
   'test/console-web/browser.ts': 'a browser',
   'test/container/podman.ts': 'podman containers',
+  'test/device/pipeline.ts': 'the device pipeline',
 };
 /** Reaches PostgreSQL only to run a contract on it beside LMDB; the fast tier runs it on LMDB alone. */
 const BOTH_BACKENDS = 'test/helpers/backends.ts';
@@ -59,8 +60,15 @@ export function tiers() {
 /** Starts a PostgreSQL server and nothing else: no model's threads, so it runs beside others. */
 export const onlyPostgres = (what) => what.length > 0 && what.every((w) => w === SLOW_HELPERS['test/helpers/postgres.ts']);
 
-/** Runs containers: built images, podman, minutes each; `npm test` leaves these to `npm run test:container`. */
-export const runsContainers = (what) => what.includes(SLOW_HELPERS['test/container/podman.ts']);
+/**
+ * Tiers `npm test` leaves out, each run by its own script: built images and podman, minutes each
+ * (`npm run test:container`); the device pipeline's CPU build and run, tens of minutes
+ * (`npm run test:device`).
+ */
+const OWN_TIERS = { container: SLOW_HELPERS['test/container/podman.ts'], device: SLOW_HELPERS['test/device/pipeline.ts'] };
+
+/** The tier of its own a file belongs to, or undefined. */
+export const ownTier = (what) => Object.keys(OWN_TIERS).find((tier) => what.includes(OWN_TIERS[tier]));
 
 /** A file's tier as `scripts/run-tests.mjs --list` names it. */
-export const tierOf = (what) => (runsContainers(what) ? 'container' : what.length > 0 ? 'slow' : 'fast');
+export const tierOf = (what) => ownTier(what) ?? (what.length > 0 ? 'slow' : 'fast');

@@ -20,7 +20,7 @@ const tier = new Map(
 t.test('every test file is in one tier', async (t) => {
   t.ok(tier.size > 50, `${tier.size} files listed`);
   t.same(
-    [...tier.values()].filter((v) => v !== 'fast' && v !== 'slow' && v !== 'container'),
+    [...tier.values()].filter((v) => !['fast', 'slow', 'container', 'device'].includes(v)),
     [],
   );
 });
@@ -43,4 +43,9 @@ t.test('pure modules and LMDB stores are fast; models, servers, PostgreSQL and t
 t.test('a file that runs podman containers is in the container tier, which npm test leaves out', async (t) => {
   t.equal(tier.get('test/container/image.test.ts'), 'container');
   t.equal(tier.get('test/deploy/deploy.test.ts'), 'fast', 'the checks of deploy/ files themselves stay fast');
+});
+
+t.test('the CPU run of the device pipeline is in the device tier, its cheap checks in the fast one', async (t) => {
+  t.equal(tier.get('test/device/pipeline.test.ts'), 'device');
+  t.equal(tier.get('test/scripts/device-pack.test.ts'), 'fast');
 });

@@ -1,0 +1,47 @@
+// The device call on this machine's CPU (npm run test:device): scripts/device-pack.mjs, then
+// scripts/gpu-bench.sh with GPU=0 on the small test model, the same pipeline a GPU machine runs.
+// A file that imports this is in the suite's device tier, which `npm test` leaves out: building
+// the addon, llama-server and the tools takes tens of minutes on 2 cores (its folder, WORK, is
+// kept in the system's temporary folder, so a second run builds only what changed).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { packageRoot } from '../../src/paths.js';
+
+const root = packageRoot();
+export const TEST_MODEL = path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
+
+export interface Manifest {
+  files: Record<string, number>;
+  travel: { tracked: number; untracked: number; pack: number; total: number; limitMiB: number };
+}
+
+/** Packs .device/ as a session does before its device call; the pack's own manifest. */
+export function pack(): { status: number | null; output: string; manifest: Manifest | null } {
+  const r = spawnSync(process.execPath, ['scripts/device-pack.mjs'], { cwd: root, encoding: 'utf8', env: { ...process.env, ARBITRA_BUILD_JOBS: '2' } });
+  const file = path.join(root, '.device', 'pack.json');
+  const manifest = r.status === 0 && fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Manifest) : null;
+  return { status: r.status, output: `${r.stdout}${r.stderr}`, manifest };
+}
+
+export interface PipelineRun {
+  status: number | null;
+  seconds: number;
+  /** The files it left in OUT, by name. */
+  files: Record<string, string>;
+}
+
+/** Runs scripts/gpu-bench.sh with GPU=0 on the test model, with a deadline for a 2-core machine. */
+export function runPipeline(): PipelineRun {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'arbitra-device-out-'));
+  const started = Date.now();
+  const r = spawnSync('bash', ['scripts/gpu-bench.sh'], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, GPU: '0', QUICK: '1', MODEL: TEST_MODEL, DEADLINE: '5400', OUT: out, WORK: path.join(os.tmpdir(), 'arbitra-device-test') },
+  });
+  const files = Object.fromEntries(fs.readdirSync(out).map((f) => [f, fs.readFileSync(path.join(out, f), 'utf8')]));
+  fs.rmSync(out, { recursive: true, force: true });
+  return { status: r.status, seconds: (Date.now() - started) / 1000, files };
+}
