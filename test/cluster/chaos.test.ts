@@ -27,7 +27,7 @@ if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
   const starting = Date.now();
-  const server = await startServer(t.testdir(), { workers: 2, env: { ARBITRA_REQUEST_DEADLINE_SECONDS: String(DEADLINE_S), ARBITRA_SELF_TEST: 'off' } });
+  const server = await startServer(t.testdir(), { workers: 2, env: { ARBITRA_REQUEST_DEADLINE_SECONDS: String(DEADLINE_S) } });
   const coldStartMs = Date.now() - starting;
   t.teardown(() => server.stop());
   const healWithinMs = Math.max(HEAL_GOAL_MS, 2 * coldStartMs);

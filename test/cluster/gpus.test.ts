@@ -44,7 +44,6 @@ if (cannotRun) {
       ARBITRA_CTX_SIZE: '1024',
       ARBITRA_MAX_SEQUENCES: '8',
       ARBITRA_LONG_CTX_SIZE: '0',
-      ARBITRA_SELF_TEST: 'off',
     },
   });
   t.teardown(() => server.stop());

@@ -20,7 +20,7 @@ if (cannotRun) {
     const url = await pg.freshDatabase();
     const node: Server = await startServer(t.testdir(), {
       workers: 2,
-      env: { ARBITRA_KEY_SECRET: KEY_SECRET, ARBITRA_STORE_URL: url, ARBITRA_RATE_LIMIT_RPS: '100000', ARBITRA_SELF_TEST: 'off' },
+      env: { ARBITRA_KEY_SECRET: KEY_SECRET, ARBITRA_STORE_URL: url, ARBITRA_RATE_LIMIT_RPS: '100000' },
     });
     t.teardown(() => node.stop());
 

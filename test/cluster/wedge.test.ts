@@ -20,7 +20,7 @@ if (cannotRun) {
 } else {
   const server = await startServer(t.testdir(), {
     workers: 1,
-    env: { ARBITRA_FAULT_ENGINE_STALL: '3', ARBITRA_SELF_TEST: 'off', ARBITRA_REQUEST_DEADLINE_SECONDS: String(DEADLINE_S) },
+    env: { ARBITRA_FAULT_ENGINE_STALL: '3', ARBITRA_REQUEST_DEADLINE_SECONDS: String(DEADLINE_S) },
     args: ['--liveness-seconds', String(LIVENESS_S)],
   });
   t.teardown(() => server.stop());

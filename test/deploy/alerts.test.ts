@@ -40,7 +40,7 @@ if (cannotRun) {
   t.test('the rules read series the server exports', { skip: cannotRun }, async () => {});
 } else {
   t.test('the rules read series the server exports, with the labels they group by', async (t) => {
-    const server = await startServer(t.testdir(), { workers: 1, env: { ARBITRA_SELF_TEST: 'off' } });
+    const server = await startServer(t.testdir(), { workers: 1 });
     t.teardown(() => server.stop());
     const { secret } = await server.createKey('alerts@example.com');
     // A decision and a refusal, so the request counters have series.

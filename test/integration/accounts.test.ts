@@ -29,8 +29,6 @@ const MAIN_ENV = {
   ARBITRA_IP_LIMIT_PER_MINUTE: String(IP_PER_MINUTE),
   // The daily-allowance test spreads 200 parallel decisions over 200 keys of one user.
   ARBITRA_MAX_KEYS_PER_USER: '1000',
-  // The load-time self-test (default-model.test, cli.test) would run beside the next server's start.
-  ARBITRA_SELF_TEST: 'off',
 };
 
 const utcDay = (): string => new Date().toISOString().slice(0, 10);
@@ -354,7 +352,6 @@ if (cannotRun) {
         ARBITRA_MAX_IN_FLIGHT: '100',
         ARBITRA_BILLING: 'on',
         ARBITRA_STARTING_BALANCE_EUR: '0.00001',
-        ARBITRA_SELF_TEST: 'off',
       },
     });
     t.teardown(() => billed.stop());

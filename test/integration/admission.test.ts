@@ -28,7 +28,6 @@ if (cannotRun) {
     ARBITRA_REQUEST_DEADLINE_SECONDS: String(deadline),
     ARBITRA_MAX_QUESTIONS: '0',
     ARBITRA_MAX_BRANCHES: '0',
-    ARBITRA_SELF_TEST: 'off',
   });
 
   t.test('work that cannot finish before the deadline is refused before any of it is done', async (t) => {

@@ -137,7 +137,6 @@ if (cannotRun) {
       const presetServer = await startServer(t.testdir(), {
         workers: 0,
         args: ['--model', DEFAULT_MODEL_FILE, '--calibration', 'preset'],
-        env: { ARBITRA_SELF_TEST: 'off' },
       });
       t.teardown(() => presetServer.stop());
       const key = await presetServer.createKey('preset-default@example.com');

@@ -136,7 +136,7 @@ function fuzz(dir: string, url: string): Promise<{ code: number | null; out: str
 
 async function fuzzTransport(t: TapTest, transport: 'uws' | 'node'): Promise<void> {
   const dir = t.testdir();
-  const server = await startServer(dir, { workers: 2, env: { ARBITRA_HTTP: transport, ARBITRA_SELF_TEST: 'off' } });
+  const server = await startServer(dir, { workers: 2, env: { ARBITRA_HTTP: transport } });
   t.teardown(() => server.stop());
   const synced = await server.call('/v1/console/users/sync', { body: { name: 'Fuzzer' }, headers: server.console(CONSOLE_USER) });
   t.equal(synced.status, 200, `console user ${CONSOLE_USER} created`, { body: synced.text });

@@ -114,9 +114,8 @@ if (cannotRun) {
     const dir = t.testdir();
     // One process is enough: jevcompat sends one request at a time. The self-hosted limits (the
     // default) have no daily allowance, and their per-key rate is far above a serial client. The
-    // self-test is not what this file asserts; skipping it leaves both cores to the suite. The
     // default lanes: jevcompat's 255-option choices are longer than the main lane.
-    const server = await startServer(dir, { workers: 0, env: { ARBITRA_SELF_TEST: 'off' }, lanes: 'default' });
+    const server = await startServer(dir, { workers: 0, lanes: 'default' });
     t.teardown(() => server.stop());
     const { secret } = await server.createKey('jevcompat@example.com');
 

@@ -15,8 +15,6 @@ type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
 
 const DRIVER = path.join(root, 'test', 'integration', 'python', 'sdk_driver.py');
 const ALIASES = ['jev-latest', 'jev-preview', 'default'];
-// Neither server's self-test is asserted here; skipping it leaves both cores to the scenarios.
-const QUIET = { ARBITRA_SELF_TEST: 'off' };
 const run = promisify(execFile);
 
 const sum = (o: Record<string, number>): number => Object.values(o).reduce((a, b) => a + b, 0);
@@ -79,7 +77,7 @@ if (cannotRun) {
   t.fail(venvMissing()!);
 } else {
   t.test('one server, every feature the client has', async (t) => {
-    const server = await startServer(t.testdir(), { workers: 2, env: QUIET });
+    const server = await startServer(t.testdir(), { workers: 2 });
     t.teardown(() => server.stop());
     const { secret } = await server.createKey('python-sdk@example.com');
 
@@ -227,7 +225,7 @@ if (cannotRun) {
   });
 
   t.test('a server allowing one request per second', async (t) => {
-    const server = await startServer(t.testdir(), { workers: 2, env: { ...QUIET, ARBITRA_RATE_LIMIT_RPS: '1' } });
+    const server = await startServer(t.testdir(), { workers: 2, env: { ARBITRA_RATE_LIMIT_RPS: '1' } });
     t.teardown(() => server.stop());
     const { secret } = await server.createKey('python-sdk-limits@example.com');
 

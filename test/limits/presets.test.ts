@@ -7,14 +7,15 @@ import { spawn } from 'node:child_process';
 import { CLI, CONSOLE_TOKEN, MODEL_FILE, cannotRun, startServer } from '../integration/helpers/server.js';
 
 const CHEAP = { state: 'My invoice is wrong.', questions: { q: { instructions: 'Is this about billing?' } } };
-// The base test model fails the obvious-questions check; skipping it keeps two cores for the test.
+// The base test model fails the obvious-questions check; skipping it keeps two cores for the test
+// (startServer skips it unasked; the hosted start below is a process of its own).
 const QUIET = { ARBITRA_SELF_TEST: 'off' };
 
 if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
   t.test('default limits: monthly_cap 0, and decisions are still counted', async (t) => {
-    const server = await startServer(t.testdir(), { workers: 0, env: QUIET });
+    const server = await startServer(t.testdir(), { workers: 0 });
     t.teardown(() => server.stop());
     const email = 'solo@example.com';
     const key = await server.createKey(email);

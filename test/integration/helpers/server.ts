@@ -143,9 +143,10 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
   const storeArgs = onPostgres ? ['--store', store] : ['--data-dir', store];
   const storeEnv: Record<string, string> = onPostgres ? { ARBITRA_KEY_SECRET: TEST_KEY_SECRET } : {};
   const port = await freePort();
-  // The engine's determinism check adds about a second to every start on the test model: a test
-  // that reads what it found asks for it (ARBITRA_DETERMINISM_CHECK: 'on').
-  const env: NodeJS.ProcessEnv = { ...cleanEnv(), ARBITRA_DETERMINISM_CHECK: 'off', ...storeEnv, ...(opts.env ?? {}) };
+  // The engine's determinism check adds about a second to every start on the test model, and the
+  // self-test's ten scored branches run beside the test's first requests: a test that reads what
+  // either found asks for it (ARBITRA_DETERMINISM_CHECK or ARBITRA_SELF_TEST: 'on').
+  const env: NodeJS.ProcessEnv = { ...cleanEnv(), ARBITRA_DETERMINISM_CHECK: 'off', ARBITRA_SELF_TEST: 'off', ...storeEnv, ...(opts.env ?? {}) };
   if (opts.consoleToken !== null) env.ARBITRA_CONSOLE_TOKEN = opts.consoleToken ?? CONSOLE_TOKEN;
   const workers = opts.workers ?? 2;
   const child = spawn(
