@@ -26,7 +26,8 @@ if (cannotRun) {
   t.plan(0, cannotRun);
 } else {
   // The first engine checks determinism at load, which the first test reads through the API node.
-  const engines: EngineNode[] = [await startEngineNode({ ...SECRET, ARBITRA_DETERMINISM_CHECK: 'on' }), await startEngineNode(SECRET)];
+  // Both load at once: each runs one thread, so on two cores neither waits for the other.
+  const engines: EngineNode[] = await Promise.all([startEngineNode({ ...SECRET, ARBITRA_DETERMINISM_CHECK: 'on' }), startEngineNode(SECRET)]);
   t.teardown(() => Promise.all(engines.map((e) => e.stop())));
   const dir = t.testdir();
   const start = (env: Record<string, string>, list = engines.map((e) => `127.0.0.1:${e.port}`).join(','), args: string[] = []) =>
@@ -53,7 +54,8 @@ if (cannotRun) {
   });
 
   t.test('a node with the wrong secret, or serving another model, is refused; it answers 503', async (t) => {
-    for (const [what, env, args, why] of [
+    // Both refused nodes at once: each waits on its start and its engine's refusal, not on the CPU.
+    const refused = [
       ['wrong secret', { ARBITRA_ENGINE_SECRET: 'not-the-engine-secret-0123' }, [], /the engine refused this node: wrong engine secret/],
       [
         'another model',
@@ -61,17 +63,20 @@ if (cannotRun) {
         ['--model', '/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'],
         /it serves the model gemma-3-270m-q4_k_m, this node serves qwen2\.5-coder-1\.5b-instruct-q4_k_m; not used/,
       ],
-    ] as const) {
-      const server = await start(env, `127.0.0.1:${engines[0]!.port}`, [...args]);
-      t.ok(await until(async () => why.test(server.log()), 15_000), `${what}: the API node says why`);
-      const health = await server.call('/health');
-      t.equal(health.status, 503, `${what}: /health 503`);
-      const { secret } = await server.createKey('refused@example.com');
-      const reply = await server.call('/v1/systemone', { body: BODY, key: secret });
-      t.equal(reply.status, 503, `${what}: decisions 503`);
-      t.ok(Number(reply.headers.get('retry-after')) > 0, `${what}: with Retry-After`);
-      await server.stop();
-    }
+    ] as const;
+    await Promise.all(
+      refused.map(async ([what, env, args, why]) => {
+        const server = await start(env, `127.0.0.1:${engines[0]!.port}`, [...args]);
+        t.ok(await until(async () => why.test(server.log()), 15_000), `${what}: the API node says why`);
+        const health = await server.call('/health');
+        t.equal(health.status, 503, `${what}: /health 503`);
+        const { secret } = await server.createKey('refused@example.com');
+        const reply = await server.call('/v1/systemone', { body: BODY, key: secret });
+        t.equal(reply.status, 503, `${what}: decisions 503`);
+        t.ok(Number(reply.headers.get('retry-after')) > 0, `${what}: with Retry-After`);
+        await server.stop();
+      }),
+    );
     t.match(engines[0]!.log(), /engine: refused 127\.0\.0\.1:\d+: wrong engine secret/, 'the engine logs the refusal too');
   });
 
