@@ -230,7 +230,7 @@ main() {
   done
 
   # bench:api from the app folder, where it writes bench/out/api.json and bench/RESULTS.md.
-  if fits bench:api 90 600; then
+  if fits bench:api 90 "$DEADLINE"; then
     say "-- bench:api: ours (exact, fast) against llama-server at concurrency $API_CONCURRENCY, ${API_SECONDS} s per server and cell"
     rm -rf "$app/bench/out" "$app/bench/RESULTS.md"
     if (cd "$app" && ARBITRA_MODEL="$model" BENCH_CONCURRENCY="$API_CONCURRENCY" BENCH_SECONDS="$API_SECONDS" BENCH_ROUNDS="$API_ROUNDS" \

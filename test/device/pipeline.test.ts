@@ -5,7 +5,7 @@
 // (test/scripts/device-pack.test.ts).
 import t from 'tap';
 import { PACK_FILES } from '../../scripts/device-pack.mjs';
-import { pack, runPipeline } from './pipeline.js';
+import { API_CONCURRENCY, pack, runPipeline } from './pipeline.js';
 
 interface ScorerLine {
   bench: string;
@@ -52,7 +52,7 @@ t.test('gpu-bench.sh with GPU=0 runs every step and writes what the device tool 
   };
   t.same(
     api.rows.map((r) => `${r.workload}@${r.concurrency}`),
-    ['a@1', 'a@8', 'a@32', 'b@1', 'b@8', 'b@32'],
+    ['a', 'b'].flatMap((w) => API_CONCURRENCY.split(',').map((c) => `${w}@${c}`)),
   );
   for (const row of api.rows) {
     t.same(Object.keys(row.results).sort(), ['llama-server', 'ours exact', 'ours fast'], `${row.workload}@${row.concurrency}`);

@@ -11,6 +11,7 @@ import { packageRoot } from '../../src/paths.js';
 
 const root = packageRoot();
 export const TEST_MODEL = path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
+export const API_CONCURRENCY = '1,2';
 
 export interface Manifest {
   files: Record<string, number>;
@@ -32,14 +33,28 @@ export interface PipelineRun {
   files: Record<string, string>;
 }
 
-/** Runs scripts/gpu-bench.sh with GPU=0 on the test model, with a deadline for a 2-core machine. */
+/**
+ * Runs scripts/gpu-bench.sh with GPU=0 on the test model, with a deadline for a 2-core machine and
+ * bench:api at concurrency 1 and 2: here a decision of 16 prompts takes seconds, and the GPU call's
+ * 8 and 32 in flight would hold each round for minutes (a first run at 1,8,32 passed 600 s in a@8).
+ */
 export function runPipeline(): PipelineRun {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'arbitra-device-out-'));
   const started = Date.now();
   const r = spawnSync('bash', ['scripts/gpu-bench.sh'], {
     cwd: root,
     stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, GPU: '0', QUICK: '1', MODEL: TEST_MODEL, DEADLINE: '5400', OUT: out, WORK: path.join(os.tmpdir(), 'arbitra-device-test') },
+    env: {
+      ...process.env,
+      GPU: '0',
+      QUICK: '1',
+      MODEL: TEST_MODEL,
+      DEADLINE: '5400',
+      API_CONCURRENCY: API_CONCURRENCY,
+      API_SECONDS: '2',
+      OUT: out,
+      WORK: path.join(os.tmpdir(), 'arbitra-device-test'),
+    },
   });
   const files = Object.fromEntries(fs.readdirSync(out).map((f) => [f, fs.readFileSync(path.join(out, f), 'utf8')]));
   fs.rmSync(out, { recursive: true, force: true });
