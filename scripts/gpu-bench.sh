@@ -14,7 +14,7 @@
 # From the repository root (the device tool: command `bash scripts/gpu-bench.sh`, carry .device):
 #
 #   OUT=/some/folder bash scripts/gpu-bench.sh                  # CUDA for sm_90 (H100/H200)
-#   GPU=0 QUICK=1 MODEL=models/x.gguf DEADLINE=5400 OUT=/tmp/out bash scripts/gpu-bench.sh
+#   GPU=0 QUICK=1 MODEL=models/x.gguf API_CONCURRENCY=1,2 DEADLINE=5400 OUT=/tmp/out bash scripts/gpu-bench.sh
 #                                                               # the same pipeline on the CPU
 #
 # Environment (defaults in brackets): GPU [1]; CUDA_ARCH [90]; JOBS [all cores]; THREADS [all
