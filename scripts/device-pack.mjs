@@ -113,7 +113,7 @@ function buildDist() {
 /** dist/'s files but the source maps, which nothing on the device reads. */
 const distFiles = () => DIST_PATHS.flatMap((d) => fs.readdirSync(path.join(root, d), { recursive: true }).map((f) => `${d}/${f}`)).filter((f) => !f.endsWith('.map') && fs.statSync(path.join(root, f)).isFile());
 
-function main() {
+async function main() {
   if (Number(process.versions.node.split('.')[0]) !== NODE_MAJOR) die(`Node ${process.versions.node} here, but the packed runtime is Node ${NODE_WHEEL.version}: its native modules would not match`);
   if (process.versions.modules !== String(NODE_ABI)) die(`Node's ABI here is ${process.versions.modules}, not ${NODE_ABI}`);
   const llamaDir = path.join(root, 'deps', 'llama.cpp');
@@ -134,7 +134,7 @@ function main() {
   execFileSync('xz', ['-9', '-c'], { input: archive, stdio: ['pipe', fs.openSync(llamaTar, 'w'), 'inherit'] });
   const commit = execFileSync('git', ['-C', llamaDir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
 
-  fs.copyFileSync(nodeRuntimeTarball(path.join(root, '.device-cache'), log), path.join(outDir, PACK_FILES.node));
+  fs.copyFileSync(await nodeRuntimeTarball(path.join(root, '.device-cache'), log), path.join(outDir, PACK_FILES.node));
 
   const modules = runtimeModuleFiles(root, { platform: 'linux', arch: 'x64', libc: 'glibc', abi: NODE_ABI });
   const serviceFiles = [...modules, ...distFiles()];
@@ -171,4 +171,4 @@ function main() {
   if (travel.total >= TRAVEL_LIMIT_MIB * 2 ** 20) die(`the device call would carry ${MiB(travel.total)}, over ${TRAVEL_LIMIT_MIB} MiB`);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -3,7 +3,6 @@
 // linux-x64 build of Node with its headers. Its major must be this checkout's (uWebSockets.js and
 // lmdb ship one binary per Node ABI, and the packed node_modules keep only this ABI's); 20.18.0 is
 // the newest Node 20 the project publishes a wheel of (its later wheels are 23 and up).
-import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,17 +16,11 @@ export const NODE_WHEEL = {
 /** NODE_MODULE_VERSION of every Node 20, the ABI the packed native modules are chosen for. */
 export const NODE_ABI = 115;
 
-function sha256(file) {
-  const hash = createHash('sha256');
-  const fd = fs.openSync(file, 'r');
-  const chunk = Buffer.alloc(1 << 20);
-  for (let n; (n = fs.readSync(fd, chunk, 0, chunk.length, null)) > 0; ) hash.update(chunk.subarray(0, n));
-  fs.closeSync(fd);
-  return hash.digest('hex');
-}
-
-/** The pinned wheel in `cacheDir`, downloaded by pip when missing and checked against its sha256 either way. */
-function wheel(cacheDir, log) {
+/**
+ * The pinned wheel in `cacheDir`, downloaded by pip when missing and checked against its sha256 either
+ * way, with the service's own file hash (dist/ is built before a pack).
+ */
+async function wheel(cacheDir, log) {
   const file = path.join(cacheDir, NODE_WHEEL.file);
   if (!fs.existsSync(file)) {
     log(`downloading ${NODE_WHEEL.file} from PyPI`);
@@ -37,7 +30,8 @@ function wheel(cacheDir, log) {
       stdio: ['ignore', 'inherit', 'inherit'],
     });
   }
-  const got = sha256(file);
+  const { sha256File } = await import('../../dist/src/models/checksum.js');
+  const got = await sha256File(file);
   if (got !== NODE_WHEEL.sha256) {
     fs.rmSync(file);
     throw new Error(`${NODE_WHEEL.file} has sha256 ${got}, not the pinned ${NODE_WHEEL.sha256}; removed it`);
@@ -51,11 +45,11 @@ function wheel(cacheDir, log) {
  * table and debug info (14 MiB; addons resolve against its dynamic symbols, which stay), and the
  * headers lose OpenSSL's (54 MiB), which the addon does not include.
  */
-export function nodeRuntimeTarball(cacheDir, log) {
+export async function nodeRuntimeTarball(cacheDir, log) {
   const tarball = path.join(cacheDir, `node-${NODE_WHEEL.version}-linux-x64.tar.xz`);
   const stamp = `${tarball}.sha256-of-wheel`;
   if (fs.existsSync(tarball) && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === NODE_WHEEL.sha256) return tarball;
-  const whl = wheel(cacheDir, log);
+  const whl = await wheel(cacheDir, log);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'arbitra-node-wheel-'));
   try {
     log(`repacking Node ${NODE_WHEEL.version} from the wheel (xz -9, about a minute)`);

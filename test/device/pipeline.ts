@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { packageRoot } from '../../src/paths.js';
+import { TEST_MODEL } from '../helpers/models.js';
 
 const root = packageRoot();
-export const TEST_MODEL = path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
 export const API_CONCURRENCY = '1,2';
 
 export interface Manifest {
