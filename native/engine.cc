@@ -68,6 +68,8 @@ void read_load_options(const Napi::Object& o, EngineConfig* cfg) {
   }
   Napi::Value kn = o.Get("kernels");
   if (kn.IsString()) cfg->exact_kernels = kn.As<Napi::String>().Utf8Value() != "fast";
+  Napi::Value kg = o.Get("kvGather");
+  if (kg.IsBoolean()) cfg->kv_gather = kg.As<Napi::Boolean>().Value() ? 1 : 0;
   cfg->n_ctx_long = opt_u32(o, "longContextSize", cfg->n_ctx_long);
   cfg->n_seq_long = std::min<uint32_t>(opt_u32(o, "longSequences", cfg->n_seq_long), 256);
   Napi::Value kl = o.Get("kvLayout");
@@ -79,6 +81,12 @@ void read_load_options(const Napi::Object& o, EngineConfig* cfg) {
   if (ms.IsNumber() && ms.As<Napi::Number>().DoubleValue() > 0) cfg->max_step_ms = ms.As<Napi::Number>().DoubleValue();
   Napi::Value pc = o.Get("prefixCacheTokens");
   if (pc.IsNumber()) cfg->prefix_cache_tokens = static_cast<uint32_t>(std::max<int64_t>(0, pc.As<Napi::Number>().Int64Value()));
+}
+
+// Whether the shared pool's attention reads its cells gathered (LaneSpec::kv_gather).
+bool shared_pool_gathers(const EngineConfig& cfg) {
+  if (cfg.layout != KvLayout::shared || cfg.kv_gather == 0) return false;
+  return cfg.kv_gather == 1 || kv_gather_needed(cfg.exact_kernels, cfg.n_gpu_layers);
 }
 
 // Why the file at `path` cannot be a model; empty when it may be one. Asked before llama.cpp opens
@@ -144,6 +152,7 @@ class LoadWorker : public Napi::AsyncWorker {
     spec.n_threads = cfg_.n_threads;
     spec.flash_attn = cfg_.flash_attn;
     spec.exact_kernels = cfg_.exact_kernels;
+    spec.kv_gather = layout == KvLayout::shared && shared_pool_gathers(cfg_);
     spec.prefix_cache_tokens = prefix_cache_tokens;
     spec.prefix_chunk = prefix_chunk(cfg_.n_batch);
     spec.step_target_ms = cfg_.step_target_ms;
@@ -414,6 +423,7 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx.get()));
   o.Set("kvLayout", cfg_.layout == KvLayout::shared ? "shared" : "copied");
   o.Set("kernels", cfg_.exact_kernels ? "exact" : "fast");
+  o.Set("kvGather", shared_pool_gathers(cfg_));
   size_t cells = 0;
   for (const Lane& lane : lanes_) cells += llama_n_ctx(lane.ctx.get());
   o.Set("kvCells", static_cast<double>(cells));

@@ -46,11 +46,12 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   cp.flash_attn_type = static_cast<llama_flash_attn_type>(spec.flash_attn);
   llama_context* ctx = nullptr;
   {
-    // The CPU and CUDA backends read their variable once, when the context creates them.
+    // The CPU and CUDA backends, and llama.cpp's context, read their variable once, when the context is created.
     static std::mutex env_mu;
     std::lock_guard<std::mutex> lk(env_mu);
     setenv("GGML_CPU_BATCH_INVARIANT", spec.exact_kernels ? "1" : "0", 1);
     setenv("GGML_CUDA_BATCH_INVARIANT", spec.exact_kernels ? "1" : "0", 1);
+    setenv("LLAMA_KV_GATHER", shared && spec.kv_gather ? "1" : "0", 1);
     ctx = llama_init_from_model(model, cp);
   }
   if (ctx == nullptr) return false;
@@ -75,6 +76,8 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   out->scorer = std::make_unique<Scorer>(llama_model_ops(ctx, static_cast<int32_t>(spec.n_batch), shared), so);
   return true;
 }
+
+bool kv_gather_needed(bool exact_kernels, int32_t n_gpu_layers) { return exact_kernels && n_gpu_layers > 0 && !gpu_devices().empty(); }
 
 size_t kv_bytes_per_cell(const llama_model* model) {
   char arch[64] = {0};

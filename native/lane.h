@@ -33,6 +33,11 @@ struct LaneSpec {
   // batch (0.37 nats seen on the default model). Exact kernels are the batch-invariant ones of
   // native/patches: one code path for every shape, each row's reductions in a fixed order.
   bool exact_kernels = true;
+  // Shared layout: attention reads each sequence's cells gathered in position order, in chunks that
+  // start on a tile boundary (native/patches/llama-kv-gather.patch). CUDA's attention reduces a row
+  // tile by tile in slot order, so without it a row's bits follow where its cells sit in the pool;
+  // the CPU's exact kernel gathers by position on its own and needs no copy.
+  bool kv_gather = false;
   uint32_t cells = 4096;  // copied: cells per sequence; shared: cells in the pool
   uint32_t n_seq = 64;
   uint32_t n_batch = 2048;
@@ -64,6 +69,9 @@ llama_model* load_model(const std::string& path, int32_t n_gpu_layers);
 // Creates the context and starts its scorer; false (and `out` untouched) when llama.cpp cannot
 // allocate it.
 bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out);
+
+// Whether a shared pool needs LaneSpec::kv_gather for exact results: exact kernels with the layers on a GPU.
+bool kv_gather_needed(bool exact_kernels, int32_t n_gpu_layers);
 
 // Bytes of KV cache one cell costs for this model (K and V over every layer, F16).
 size_t kv_bytes_per_cell(const llama_model* model);

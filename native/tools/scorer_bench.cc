@@ -43,6 +43,7 @@ struct Options {
   uint64_t seed = 1;
   int32_t flash_attn = -1;    // as the engine's flashAttention: -1 auto, 0 off, 1 on
   bool exact_kernels = true;  // as the engine's kernels: "exact" unless --kernels fast
+  int kv_gather = -1;         // as the engine's kvGather: -1 where needed (kv_gather_needed), 0 off, 1 on
   uint32_t in_flight = 8;
   double seconds = 10.0;  // per decisions point
   std::set<std::string> only;
@@ -187,6 +188,8 @@ class Bench {
     return l;
   }
 
+  bool gathers() const { return o_.kv_gather == 1 || (o_.kv_gather == -1 && kv_gather_needed(o_.exact_kernels, o_.gpu_layers)); }
+
   // As the engine's AddLane builds them.
   bool make(uint32_t cells, Lane* lane) const { return make(cells, lane, o_.layout); }
   bool make(uint32_t cells, Lane* lane, KvLayout layout) const {
@@ -199,6 +202,7 @@ class Bench {
     spec.n_threads = o_.threads;
     spec.flash_attn = o_.flash_attn;
     spec.exact_kernels = o_.exact_kernels;
+    spec.kv_gather = layout == KvLayout::shared && gathers();
     spec.prefix_cache_tokens = 4096;
     spec.prefix_chunk = std::min<uint32_t>(512, kBatch);
     return make_lane(model_, spec, lane);
@@ -476,7 +480,7 @@ void quiet_log(ggml_log_level level, const char* text, void*) {
                "arbitra-scorer-bench: %s\n"
                "usage: arbitra-scorer-bench --model PATH [--layout copied|shared] [--gpu-layers N] [--threads N]\n"
                "         [--cells N] [--seqs N] [--seed N] [--flash-attn auto|on|off] [--kernels exact|fast]\n"
-               "         [--in-flight N] [--seconds S]\n"
+               "         [--kv-gather auto|on|off] [--in-flight N] [--seconds S]\n"
                "         [--only prefill,decisions,memory,determinism] [--quick] [--json FILE]\n",
                why);
   std::exit(2);
@@ -510,6 +514,8 @@ Options parse(int argc, char** argv) {
       o.flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
     else if (a == "--kernels" && (v == "exact" || v == "fast"))
       o.exact_kernels = v == "exact";
+    else if (a == "--kv-gather" && (v == "auto" || v == "on" || v == "off"))
+      o.kv_gather = v == "on" ? 1 : v == "off" ? 0 : -1;
     else if (a == "--in-flight")
       o.in_flight = std::max(1u, static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10)));
     else if (a == "--seconds")
@@ -562,6 +568,7 @@ int main(int argc, char** argv) {
   setup.num("kv_bytes_per_cell", static_cast<double>(kv_bytes_per_cell(model)));
   setup.num("cells", bench.default_cells()).num("seqs", bench.seqs()).num("gpu_layers", o.gpu_layers).num("threads", o.threads);
   setup.str("flash_attn", o.flash_attn < 0 ? "auto" : o.flash_attn ? "on" : "off").str("kernels", o.exact_kernels ? "exact" : "fast");
+  setup.boolean("kv_gather", o.layout == KvLayout::shared && bench.gathers());
   setup.str("gpus", devices).num("gpu_model_mib", mib(static_cast<double>(gpu_memory_used()) - static_cast<double>(gpu0)));
   setup.num("load_ms", load_ms).boolean("quick", o.quick);
   emit(setup);

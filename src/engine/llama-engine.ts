@@ -83,6 +83,7 @@ async function modelFacts(modelPath: string, raw: Record<string, unknown>): Prom
     maxSequences: Number(raw.maxSequences),
     kvLayout: raw.kvLayout === 'shared' ? 'shared' : 'copied',
     kernels: raw.kernels === 'fast' ? 'fast' : 'exact',
+    kvGather: raw.kvGather === true,
     kvCells: Number(raw.kvCells),
     kvBytes: Number(raw.kvBytes),
     longContextSize: Number(raw.longContextSize),

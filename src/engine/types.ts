@@ -57,6 +57,13 @@ export interface EngineOptions {
   prefixCacheTokens: number;
   kernels: Kernels;
   /**
+   * Shared layout: attention reads each sequence's cells gathered in position order, in chunks that
+   * start on a tile boundary, so a GPU's attention gives a row the same bits wherever its cells sit in
+   * the pool. Unset: on exactly with exact kernels and layers on a GPU (the CPU's exact kernel
+   * gathers by itself); true forces it on the CPU too, to hold it against the CPU's own gather.
+   */
+  kvGather?: boolean;
+  /**
    * Liveness: the engine is wedged when work has waited this long with no decode finishing, plus
    * ten times what the decode in progress should take by the measured cost (liveness.ts).
    */
@@ -127,6 +134,8 @@ export interface ModelFacts {
   maxSequences: number;
   kvLayout: KvLayout;
   kernels: Kernels;
+  /** Whether the shared pool's attention reads its cells gathered (EngineOptions.kvGather). */
+  kvGather: boolean;
   /** KV cells allocated over every lane, and their bytes. */
   kvCells: number;
   kvBytes: number;

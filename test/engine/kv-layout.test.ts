@@ -8,16 +8,14 @@ import { TEST_MODEL } from '../helpers/models.js';
 
 const BATCH = 2048;
 const CELLS = 3072;
-const engine = await LlamaEngine.load(TEST_MODEL, {
-  threads: 2,
-  kvLayout: 'shared',
-  kvCells: CELLS,
-  batchSize: BATCH,
-  microBatchSize: 512,
-  maxSequences: 32,
-  prefixCacheTokens: 0,
-});
+const POOL = { threads: 2, kvLayout: 'shared', kvCells: CELLS, batchSize: BATCH, microBatchSize: 512, maxSequences: 32, prefixCacheTokens: 0 } as const;
+const engine = await LlamaEngine.load(TEST_MODEL, POOL);
 t.teardown(() => engine.close());
+// The same pool with attention reading each sequence's cells gathered in position order into
+// aligned tiles: on by itself with exact kernels on a GPU, forced here, where the CPU's exact
+// kernel already gathers by position, so any cell, mask or position the gather gets wrong shows.
+const gathered = await LlamaEngine.load(TEST_MODEL, { ...POOL, kvGather: true });
+t.teardown(() => gathered.close());
 const candidates = Int32Array.from([engine.tokenize(' yes')[0]!, engine.tokenize(' no')[0]!]);
 const suffix = engine.tokenize('\nAnswer:');
 const prefixOf = (n: number, seed: number): Int32Array => Int32Array.from({ length: n }, (_, i) => 1000 + ((i * 7 + seed * 131) % 5000));
@@ -32,13 +30,16 @@ t.test('facts: one pool of the asked cells, a prompt may fill it up to one batch
   t.ok(f.kvBytes > 0);
 });
 
-t.test('more concurrent prefixes than the pool holds are all scored, none fails', async (t) => {
-  // 16 prefixes of 200 tokens (3,200 cells) against a pool of 3,072 cells.
-  const calls = Array.from({ length: 16 }, (_, i) => i).map((i) =>
-    engine.score(prefixOf(200, i), [
-      { suffix, candidates },
-      { suffix: engine.tokenize('\nReply:'), candidates },
-    ]),
+t.test('more concurrent prefixes than the pool holds are all scored, none fails, cells in place or gathered', async (t) => {
+  // 16 prefixes of 200 tokens (3,200 cells) against a pool of 3,072 cells; decodes of every size,
+  // so the gathered pool reuses graphs across spans of the cache.
+  const calls = [engine, gathered].flatMap((pool) =>
+    Array.from({ length: 16 }, (_, i) => i).map((i) =>
+      pool.score(prefixOf(200, i), [
+        { suffix, candidates },
+        { suffix: engine.tokenize('\nReply:'), candidates },
+      ]),
+    ),
   );
   const results = await Promise.all(calls);
   for (const r of results)
@@ -47,6 +48,7 @@ t.test('more concurrent prefixes than the pool holds are all scored, none fails'
       'every branch scored',
     );
   t.equal(engine.stats().queueDepth, 0);
+  t.equal(gathered.stats().queueDepth, 0);
 });
 
 t.test('prefixes that together outgrow the pool wait for room instead of failing a decode', async (t) => {
@@ -68,6 +70,8 @@ t.test('prefixes that together outgrow the pool wait for room instead of failing
 });
 
 t.test('shared == copied == alone: a crowded pool gives the bits a stream of its own gives', async (t) => {
+  t.equal(gathered.facts.kvGather, true, 'forced on');
+  t.equal(engine.facts.kvGather, false, 'off on the CPU by default');
   const copied = await LlamaEngine.load(TEST_MODEL, {
     threads: 2,
     kvLayout: 'copied',
@@ -87,11 +91,16 @@ t.test('shared == copied == alone: a crowded pool gives the bits a stream of its
   const alone = bits((await copied.score(probe, branches)).logprobs);
   // The probe in the middle of other prompts of other lengths, so its cells land among theirs and
   // its rows share decodes with theirs; twice, beside different neighbours.
-  for (const seed of [40, 50]) {
-    const others = [130, 610, 45, 999].map((n, i) => engine.score(prefixOf(n, seed + i), [{ suffix, candidates }]));
-    const crowded = engine.score(probe, branches);
-    await Promise.all(others);
-    t.same(bits((await crowded).logprobs), alone, `beside neighbours ${seed}: shared pool, crowded == copied layout, alone`);
+  for (const [cells, pool] of [
+    ['in place', engine],
+    ['gathered', gathered],
+  ] as const) {
+    for (const seed of [40, 50]) {
+      const others = [130, 610, 45, 999].map((n, i) => pool.score(prefixOf(n, seed + i), [{ suffix, candidates }]));
+      const crowded = pool.score(probe, branches);
+      await Promise.all(others);
+      t.same(bits((await crowded).logprobs), alone, `beside neighbours ${seed}: shared pool (cells ${cells}), crowded == copied layout, alone`);
+    }
   }
 });
 
