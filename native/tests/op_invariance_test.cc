@@ -280,15 +280,38 @@ std::vector<Cell> interleaved(int others, uint32_t seed) {
   return cells;
 }
 
+// The layout of native/patches/llama-kv-tile-gather.patch: each sequence's cells in position order
+// in chunks of 256 (a multiple of every KV tile of CUDA's kernels) that start on a chunk boundary;
+// the probe's one chunk after `before` and before `after` whole chunks of other sequences. A kernel
+// that reduces a row tile by tile in cell order must give the same bits here: the other chunks are
+// whole tiles the mask drops.
+constexpr int kChunk = 256;
+static_assert(kProbeLen <= kChunk, "the probe fills one chunk");
+
+std::vector<Cell> chunked(int before, int after) {
+  std::vector<Cell> cells;
+  const auto chunk_of = [&cells](int seq) {
+    for (int p = 0; p < kChunk; ++p) cells.push_back({seq, p});
+  };
+  for (int s = 1; s <= before; ++s) chunk_of(s);
+  for (int p = 0; p < kChunk; ++p) cells.push_back(p < kProbeLen ? Cell{0, p} : Cell{});
+  for (int s = before + 1; s <= before + after; ++s) chunk_of(s);
+  return cells;
+}
+
 void test_attention(const Backend& b) {
   current = "an attention row is the same whatever shares its cache and its batch";
   b.threads(2);
   const std::vector<Query> mine = probe_rows();
   const std::vector<float> alone = attend(b, contiguous(0), mine);
+  // The gathered cases are held to the probe's chunk alone, so that they test the chunks' order
+  // and neighbours, not the cut of the cache (the cases above).
+  const std::vector<float> chunk_alone = attend(b, chunked(0, 0), mine);
   struct Case {
     std::string name;
     std::vector<Cell> cells;
     std::vector<Query> queries;
+    const std::vector<float>* reference = nullptr;  // the rows alone unless set
   };
   std::vector<Case> cases;
   for (int pad : {1, 63, 64, 200}) cases.push_back({"the cache cut " + std::to_string(pad) + " cells later", contiguous(pad), mine});
@@ -308,6 +331,16 @@ void test_attention(const Backend& b) {
       cases.push_back({"interleaved among " + std::to_string(others) + " sequences' cells, alone in the batch", interleaved(others, seed + 10), mine});
     }
   }
+  for (const auto& [before, after] : std::vector<std::pair<int, int>>{{1, 0}, {0, 2}, {2, 1}}) {
+    cases.push_back({"gathered: " + std::to_string(before) + " other chunks before the probe's, " + std::to_string(after) + " after", chunked(before, after),
+                     mine, &chunk_alone});
+  }
+  std::vector<Query> among = mine;
+  for (int s = 1; s <= 3; ++s) {
+    for (int p = kChunk - 40; p < kChunk; ++p) among.push_back({s, p});
+  }
+  std::shuffle(among.begin(), among.end(), std::mt19937(7));
+  cases.push_back({"gathered: among 3 other chunks, rows shuffled among theirs", chunked(2, 1), among, &chunk_alone});
   // Beyond the 64-row tile: the probe's rows inside a batch of more than 64 rows of another sequence.
   std::vector<Query> wide = mine;
   for (int r = 0; r < 90; ++r) wide.push_back({1, 56});
@@ -317,17 +350,18 @@ void test_attention(const Backend& b) {
     b.threads(threads);
     for (const Case& c : cases) {
       std::vector<float> got = attend(b, c.cells, c.queries);
+      const std::vector<float>& want = c.reference != nullptr ? *c.reference : alone;
       // A case with one row gives that row only: compare it with the same row alone.
       const size_t row = static_cast<size_t>(kD * kHeads);
       size_t offset = 0;
       if (c.queries.size() == 1) offset = static_cast<size_t>(c.queries[0].pos - (kProbeLen - kProbeRows)) * row;
       const size_t n = got.size();
-      if (n == 0 || offset + n > alone.size()) {
+      if (n == 0 || offset + n > want.size()) {
         check(false, c.name + ": the probe's rows are missing from the output");
         continue;
       }
-      if (!same_bits(alone.data() + offset, got.data(), n)) {
-        worst = std::max(worst, largest_difference(alone.data() + offset, got.data(), n));
+      if (!same_bits(want.data() + offset, got.data(), n)) {
+        worst = std::max(worst, largest_difference(want.data() + offset, got.data(), n));
         check(false, c.name + " on " + std::to_string(threads) + " threads differs from the rows alone");
       }
     }
