@@ -6,7 +6,8 @@
 # model from the packed skeleton; then it runs, each step under `timeout` within one deadline:
 #   1. arbitra-op-test --backend all (single ops bit for bit: required of the CPU's exact kernels,
 #      reported for the GPU's);
-#   2. the scorer bench's determinism in both KV layouts with both kernel sets;
+#   2. the scorer bench's determinism in both KV layouts with both kernel sets, and the shared
+#      pool's exact kernels once more with its gather flipped;
 #   3. bench:api through the packed Node: our server with exact and with fast kernels against
 #      llama-server from the same source, on the same model, at API_CONCURRENCY;
 #   4. llama-bench (the reference) and the scorer bench's prefill and decisions in both layouts
@@ -228,6 +229,10 @@ main() {
       scorer_bench "determinism $layout $kernels" --only determinism --layout "$layout" --kernels "$kernels"
     done
   done
+  # The shared pool's gather flipped: off on the GPU (where exact kernels turn it on), to show what
+  # it changes there; on on the CPU, where it must give the CPU's own bits.
+  flip=$([ "$GPU" = 1 ] && echo off || echo on)
+  scorer_bench "determinism shared exact, --kv-gather $flip" --only determinism --layout shared --kernels exact --kv-gather "$flip"
 
   # bench:api from the app folder, where it writes bench/out/api.json and bench/RESULTS.md.
   if fits bench:api 90 "$DEADLINE"; then

@@ -11,6 +11,7 @@ interface ScorerLine {
   bench: string;
   layout: string;
   kernels?: string;
+  kv_gather?: boolean;
   compare?: string;
   max_abs_diff?: number;
   error?: string;
@@ -33,17 +34,18 @@ t.test('gpu-bench.sh with GPU=0 runs every step and writes what the device tool 
   t.match(summary, /op tests: ok/);
 
   let kernels = '';
+  let gathered = false;
   const determinism: string[] = [];
   for (const line of run.files['scorer.jsonl']!.trim().split('\n')) {
     const l = JSON.parse(line) as ScorerLine;
     t.notOk(l.error, `${l.bench} ${l.layout}: ${l.error ?? 'no error'}`);
-    if (l.bench === 'setup') kernels = l.kernels!;
+    if (l.bench === 'setup') [kernels, gathered] = [l.kernels!, l.kv_gather === true];
     if (l.bench !== 'determinism') continue;
-    determinism.push(`${l.layout} ${kernels}`);
+    determinism.push(`${l.layout} ${kernels}${gathered ? ' gathered' : ''}`);
     // The CPU's promise: exact kernels give the same bits however the probe is batched or cached.
     if (kernels === 'exact') t.equal(l.max_abs_diff, 0, `${l.layout} exact ${l.compare}`);
   }
-  t.same([...new Set(determinism)].sort(), ['copied exact', 'copied fast', 'shared exact', 'shared fast']);
+  t.same([...new Set(determinism)].sort(), ['copied exact', 'copied fast', 'shared exact', 'shared exact gathered', 'shared fast']);
   t.match(run.files['scorer.jsonl'], /"bench":"prefill"/);
   t.ok(JSON.parse(run.files['llama-bench.json']!) instanceof Array, 'llama-bench wrote its JSON');
 
