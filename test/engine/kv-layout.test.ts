@@ -91,11 +91,13 @@ t.test('shared == copied == alone: a crowded pool gives the bits a stream of its
   const alone = bits((await copied.score(probe, branches)).logprobs);
   // The probe in the middle of other prompts of other lengths, so its cells land among theirs and
   // its rows share decodes with theirs; twice, beside different neighbours.
-  for (const [cells, pool] of [
-    ['in place', engine],
-    ['gathered', gathered],
+  // The gathered pool beside one set of neighbours (the suite's time): where its cells sit in the pool
+  // no longer reaches attention, so a second set adds little.
+  for (const [cells, pool, seeds] of [
+    ['in place', engine, [40, 50]],
+    ['gathered', gathered, [50]],
   ] as const) {
-    for (const seed of [40, 50]) {
+    for (const seed of seeds) {
       const others = [130, 610, 45, 999].map((n, i) => pool.score(prefixOf(n, seed + i), [{ suffix, candidates }]));
       const crowded = pool.score(probe, branches);
       await Promise.all(others);
