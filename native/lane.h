@@ -34,7 +34,7 @@ struct LaneSpec {
   // native/patches: one code path for every shape, each row's reductions in a fixed order.
   bool exact_kernels = true;
   // Shared layout: attention reads each sequence's cells gathered in position order, in chunks that
-  // start on a tile boundary (native/patches/llama-kv-gather.patch). CUDA's attention reduces a row
+  // start on a tile boundary (native/patches/llama-kv-tile-gather.patch). CUDA's attention reduces a row
   // tile by tile in slot order, so without it a row's bits follow where its cells sit in the pool;
   // the CPU's exact kernel gathers by position on its own and needs no copy.
   bool kv_gather = false;
