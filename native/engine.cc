@@ -84,10 +84,7 @@ void read_load_options(const Napi::Object& o, EngineConfig* cfg) {
 }
 
 // Whether the shared pool's attention reads its cells gathered (LaneSpec::kv_gather).
-bool shared_pool_gathers(const EngineConfig& cfg) {
-  if (cfg.layout != KvLayout::shared || cfg.kv_gather == 0) return false;
-  return cfg.kv_gather == 1 || kv_gather_needed(cfg.exact_kernels, cfg.n_gpu_layers);
-}
+bool shared_pool_gathers(const EngineConfig& cfg) { return cfg.layout == KvLayout::shared && kv_gather_on(cfg.kv_gather, cfg.exact_kernels, cfg.n_gpu_layers); }
 
 // Why the file at `path` cannot be a model; empty when it may be one. Asked before llama.cpp opens
 // it, since its failure would not say which.
@@ -152,7 +149,7 @@ class LoadWorker : public Napi::AsyncWorker {
     spec.n_threads = cfg_.n_threads;
     spec.flash_attn = cfg_.flash_attn;
     spec.exact_kernels = cfg_.exact_kernels;
-    spec.kv_gather = layout == KvLayout::shared && shared_pool_gathers(cfg_);
+    spec.kv_gather = shared_pool_gathers(cfg_);
     spec.prefix_cache_tokens = prefix_cache_tokens;
     spec.prefix_chunk = prefix_chunk(cfg_.n_batch);
     spec.step_target_ms = cfg_.step_target_ms;

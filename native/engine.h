@@ -28,9 +28,7 @@ struct EngineConfig {
   uint32_t prefix_cache_tokens = 4096;
   int32_t flash_attn = -1;    // llama_flash_attn_type: -1 auto, 0 off, 1 on
   bool exact_kernels = true;  // see LaneSpec
-  // LaneSpec::kv_gather for the shared pool: -1 where it is needed (exact kernels, layers on a GPU),
-  // 0 never, 1 always (on the CPU too, to check it against the CPU's own gather).
-  int kv_gather = -1;
+  int kv_gather = -1;         // LaneSpec::kv_gather for the shared pool, see kv_gather_on
   KvLayout layout = KvLayout::shared;
   // Shared layout: cells in the pool; 0 = the longer of n_ctx and n_ctx_long (at most the model's
   // training context and 32768) plus one batch.

@@ -77,7 +77,9 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   return true;
 }
 
-bool kv_gather_needed(bool exact_kernels, int32_t n_gpu_layers) { return exact_kernels && n_gpu_layers > 0 && !gpu_devices().empty(); }
+bool kv_gather_on(int choice, bool exact_kernels, int32_t n_gpu_layers) {
+  return choice == 1 || (choice == -1 && exact_kernels && n_gpu_layers > 0 && !gpu_devices().empty());
+}
 
 size_t kv_bytes_per_cell(const llama_model* model) {
   char arch[64] = {0};

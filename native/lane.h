@@ -70,8 +70,9 @@ llama_model* load_model(const std::string& path, int32_t n_gpu_layers);
 // allocate it.
 bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out);
 
-// Whether a shared pool needs LaneSpec::kv_gather for exact results: exact kernels with the layers on a GPU.
-bool kv_gather_needed(bool exact_kernels, int32_t n_gpu_layers);
+// LaneSpec::kv_gather from a choice of -1 (where exact results need it: exact kernels with the
+// layers on a GPU), 0 (never) or 1 (always, on the CPU too, to check it against the CPU's own gather).
+bool kv_gather_on(int choice, bool exact_kernels, int32_t n_gpu_layers);
 
 // Bytes of KV cache one cell costs for this model (K and V over every layer, F16).
 size_t kv_bytes_per_cell(const llama_model* model);

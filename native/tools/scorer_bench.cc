@@ -43,7 +43,7 @@ struct Options {
   uint64_t seed = 1;
   int32_t flash_attn = -1;    // as the engine's flashAttention: -1 auto, 0 off, 1 on
   bool exact_kernels = true;  // as the engine's kernels: "exact" unless --kernels fast
-  int kv_gather = -1;         // as the engine's kvGather: -1 where needed (kv_gather_needed), 0 off, 1 on
+  int kv_gather = -1;         // as the engine's kvGather: see kv_gather_on
   uint32_t in_flight = 8;
   double seconds = 10.0;  // per decisions point
   std::set<std::string> only;
@@ -188,7 +188,7 @@ class Bench {
     return l;
   }
 
-  bool gathers() const { return o_.kv_gather == 1 || (o_.kv_gather == -1 && kv_gather_needed(o_.exact_kernels, o_.gpu_layers)); }
+  bool gathers() const { return kv_gather_on(o_.kv_gather, o_.exact_kernels, o_.gpu_layers); }
 
   // As the engine's AddLane builds them.
   bool make(uint32_t cells, Lane* lane) const { return make(cells, lane, o_.layout); }
@@ -202,7 +202,7 @@ class Bench {
     spec.n_threads = o_.threads;
     spec.flash_attn = o_.flash_attn;
     spec.exact_kernels = o_.exact_kernels;
-    spec.kv_gather = layout == KvLayout::shared && gathers();
+    spec.kv_gather = gathers();
     spec.prefix_cache_tokens = 4096;
     spec.prefix_chunk = std::min<uint32_t>(512, kBatch);
     return make_lane(model_, spec, lane);
