@@ -204,9 +204,9 @@ struct Query {
   int pos;
 };
 
-// Attention of `queries` over `cells` (positions from each cell), causal within each sequence; the
-// output rows of the queries of sequence 0.
-std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, const std::vector<Query>& queries) {
+// Attention of `queries` over `cells` (positions from each cell), causal within each sequence and,
+// with a `window`, limited to its last `window` positions; the output rows of the queries of sequence 0.
+std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, const std::vector<Query>& queries, int window = 0) {
   const int64_t n_kv = static_cast<int64_t>(cells.size());
   const int64_t n_q = static_cast<int64_t>(queries.size());
   std::vector<ggml_fp16_t> k(static_cast<size_t>(kD * n_kv * kKvHeads)), v(k.size());
@@ -230,7 +230,7 @@ std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, cons
     }
     for (int64_t c = 0; c < n_kv; ++c) {
       const Cell& cell = cells[static_cast<size_t>(c)];
-      const bool visible = cell.seq == qi.seq && cell.pos <= qi.pos;
+      const bool visible = cell.seq == qi.seq && cell.pos <= qi.pos && (window == 0 || qi.pos - cell.pos < window);
       mask[static_cast<size_t>(i * n_kv + c)] = ggml_fp32_to_fp16(visible ? 0.0f : -INFINITY);
     }
   }
@@ -299,6 +299,17 @@ std::vector<Cell> chunked(int before, int after) {
   return cells;
 }
 
+// The probe's last `ring` positions as a sliding-window cache keeps them: position p in cell p % ring,
+// so that the cells in cell order are two runs of positions.
+std::vector<Cell> ring_of(int ring) {
+  std::vector<Cell> cells(static_cast<size_t>(ring));
+  for (int p = kProbeLen - ring; p < kProbeLen; ++p) cells[static_cast<size_t>(p % ring)] = {0, p};
+  return cells;
+}
+
+// A sliding window that starts mid-block, so that no row's cells extend another's.
+constexpr int kWindow = 40;
+
 void test_attention(const Backend& b) {
   current = "an attention row is the same whatever shares its cache and its batch";
   b.threads(2);
@@ -312,6 +323,7 @@ void test_attention(const Backend& b) {
     std::vector<Cell> cells;
     std::vector<Query> queries;
     const std::vector<float>* reference = nullptr;  // the rows alone unless set
+    int window = 0;
   };
   std::vector<Case> cases;
   for (int pad : {1, 63, 64, 200}) cases.push_back({"the cache cut " + std::to_string(pad) + " cells later", contiguous(pad), mine});
@@ -345,11 +357,25 @@ void test_attention(const Backend& b) {
   std::vector<Query> wide = mine;
   for (int r = 0; r < 90; ++r) wide.push_back({1, 56});
   cases.push_back({"beside 90 rows of another sequence", interleaved(1, 5), wide});
+  // In a sliding window each row's cells start one position later than the previous row's: held to
+  // each row computed alone.
+  std::vector<float> window_alone;
+  for (const Query& row : mine) {
+    const std::vector<float> r = attend(b, contiguous(0), {row}, kWindow);
+    window_alone.insert(window_alone.end(), r.begin(), r.end());
+  }
+  std::vector<Query> window_beside = mine;
+  for (int r = 0; r < 70; ++r) window_beside.push_back({1 + r % 2, 40 + (r * 13) % 40});
+  std::shuffle(window_beside.begin(), window_beside.end(), std::mt19937(11));
+  const std::string w = "a window of " + std::to_string(kWindow) + ": ";
+  cases.push_back({w + "the rows together", contiguous(0), mine, &window_alone, kWindow});
+  cases.push_back({w + "the rows together, in a ring of 64 cells", ring_of(64), mine, &window_alone, kWindow});
+  cases.push_back({w + "interleaved among 2 sequences' cells, rows shuffled among theirs", interleaved(2, 3), window_beside, &window_alone, kWindow});
   float worst = 0.0f;
   for (int threads : {1, 3}) {
     b.threads(threads);
     for (const Case& c : cases) {
-      std::vector<float> got = attend(b, c.cells, c.queries);
+      std::vector<float> got = attend(b, c.cells, c.queries, c.window);
       const std::vector<float>& want = c.reference != nullptr ? *c.reference : alone;
       // A case with one row gives that row only: compare it with the same row alone.
       const size_t row = static_cast<size_t>(kD * kHeads);
