@@ -40,7 +40,8 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   // on where its cells sit among other sequences' cells, and small models amplify that into visible
   // log-prob differences; separate streams make batched scores equal to scores computed alone.
   cp.kv_unified = shared;
-  // A full-size SWA cache so a long shared prefix never slides out of the window.
+  // A full-size SWA cache, which keeps a sequence's cells that slid out of its window
+  // (llama-kv-window-kept.patch): a prompt sharing an early head of a cached prefix needs them.
   cp.swa_full = true;
   cp.no_perf = true;
   cp.flash_attn_type = static_cast<llama_flash_attn_type>(spec.flash_attn);

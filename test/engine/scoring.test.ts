@@ -182,6 +182,23 @@ t.test('prefix cache: any common head with a cached prefix is reused, and scores
   t.same(cutAgain.logprobs, referenceCut.logprobs, 'head cut from a longer prefix: bit-identical to cold');
 });
 
+t.test('prefix cache: a head cut from a cached prefix that ran past the sliding window scores as cold', async (t) => {
+  // The test model's sliding-window layers see the last 512 positions. A cached prefix of 900
+  // tokens has cells outside its own window by the time it ends; a prompt that shares only its first
+  // 400 tokens needs them all again.
+  const long = withBos(Array.from({ length: 40 }, (_, i) => state(`#window-${i}`)).join('')).subarray(0, 900);
+  t.equal(long.length, 900);
+  const branch = { suffix: question(QUESTIONS[0]!), candidates: LABELS };
+  await engine.score(long, [branch]);
+  const cut = Int32Array.from([...long.subarray(0, 400), ...bare(state('#window-cut'))]);
+  const got = await engine.score(cut, [branch]);
+  t.equal(got.cached, 400, 'the head was reused');
+  const fresh = await createLocalEngine(MODEL, { threads: 2, contextSize: 1024, maxSequences: 4 });
+  const reference = await fresh.engine.score(cut, [branch]);
+  await fresh.close();
+  t.same(got.logprobs, reference.logprobs, 'bit-identical to cold');
+});
+
 t.test('prefix cache: a request sharing a head still being decoded waits for it instead of decoding it again', async (t) => {
   const text = Array.from({ length: 12 }, (_, i) => state(`#together-${i}`)).join('');
   const head = withBos(text);
