@@ -10,15 +10,13 @@ import { LlamaEngine } from '../src/engine/llama-engine.js';
 import { packageRoot } from '../src/paths.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { mib } from './lib/stats.js';
+import { stateOf, timeOne } from './lib/long-state.js';
 
 const root = packageRoot();
 const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
 const sizes = (process.env.BENCH_LONG_TOKENS ?? '2000,8000,16000,30000').split(',').map(Number);
 const repeats = Number(process.env.BENCH_ITERATIONS) || 5;
 const log = (msg: string): void => void process.stdout.write(`[bench:long] ${msg}\n`);
-
-const SENTENCE = 'Ticket 4471: the customer reports that the replacement blender arrived with a cracked jar and asks for a refund. ';
-const QUESTION = '\nQuestion: Did something arrive damaged?\nReply with only Yes or No.\nAnswer:';
 
 interface Loaded {
   engine: LlamaEngine;
@@ -31,19 +29,6 @@ async function load(longContextSize: number): Promise<Loaded> {
   const started = performance.now();
   const engine = await LlamaEngine.load(model, { longContextSize });
   return { engine, loadMs: performance.now() - started, rssMb: mib(process.memoryUsage().rss - before) };
-}
-
-function stateOf(engine: LlamaEngine, tokens: number, salt: string): Int32Array {
-  let text = `${salt} `;
-  while (engine.tokenize(text).length < tokens) text += SENTENCE.repeat(50);
-  return engine.tokenize(text).slice(0, tokens);
-}
-
-async function timeOne(engine: LlamaEngine, prefix: Int32Array): Promise<number> {
-  const candidates = Int32Array.from(engine.tokenize(' Yes').slice(0, 1));
-  const started = performance.now();
-  await engine.score(prefix, [{ suffix: engine.tokenize(QUESTION), candidates }]);
-  return performance.now() - started;
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
