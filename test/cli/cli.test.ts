@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { DEFAULT_MODEL_FILE, SMALL_LANES } from '../helpers/models.js';
+import { DEFAULT_MODEL_FILE, SMALL_LANES, TEST_MODEL, TEST_MODEL_ID } from '../helpers/models.js';
 import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
 import { packageRoot } from '../../src/paths.js';
 
@@ -190,11 +190,15 @@ for (const workers of ['0', '2']) {
       // Small KV lanes: the default ones take 8 s of the default model's load here, and what is
       // tested is the command, not the lanes.
       const lanes = ['--ctx-size', '2048', ...SMALL_LANES];
-      // The determinism check costs seconds of the default model's load: the first start runs it
-      // as a user's does, the second skips it.
-      const determinismCheck = workers === '0' ? 'on' : 'off';
-      const child = spawn(process.execPath, [main, 'serve', '--workers', workers, '--port', '0', '--data-dir', dir, ...lanes], {
-        env: { ...process.env, ARBITRA_PORT: '', ARBITRA_WORKERS: '', ARBITRA_DETERMINISM_CHECK: determinismCheck },
+      // The first start is a user's: the default model with no --model, its determinism check and
+      // self-test. The second tests the workers, on the test model with neither (each costs
+      // seconds of the default model's load, and a base model fails the self-test).
+      const asUser = workers === '0';
+      const model = asUser ? [] : ['--model', TEST_MODEL];
+      const modelName = asUser ? DEFAULT_MODEL.name : TEST_MODEL_ID;
+      const checks = asUser ? 'on' : 'off';
+      const child = spawn(process.execPath, [main, 'serve', '--workers', workers, '--port', '0', '--data-dir', dir, ...model, ...lanes], {
+        env: { ...process.env, ARBITRA_PORT: '', ARBITRA_WORKERS: '', ARBITRA_DETERMINISM_CHECK: checks, ARBITRA_SELF_TEST: checks },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stderr = '';
@@ -210,7 +214,7 @@ for (const workers of ['0', '2']) {
       t.match(
         line,
         new RegExp(
-          `^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model ${DEFAULT_MODEL.name.replaceAll('.', '\\.')}, backend (cpu|cuda), ${expectWorkers}, http uws\\)$`,
+          `^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model ${modelName.replaceAll('.', '\\.')}, backend (cpu|cuda), ${expectWorkers}, http uws\\)$`,
         ),
       );
       const base = /http:\/\/\S+/.exec(line)![0];
@@ -228,19 +232,23 @@ for (const workers of ['0', '2']) {
         const m = /arbitra_http_requests_total\{route="\/health",method="GET",status="200"\} (\d+)/.exec(metrics);
         t.equal(Number(m?.[1]), 20, 'the count covers every worker');
       }
-      // The default model passes the load-time self-test, which runs once it serves.
-      const selfTest = await new Promise<string>((resolve) => {
-        const check = () => {
-          const m = /^(self-test: .*|warning: .*self-test.*)$/m.exec(stderr);
-          if (m) resolve(m[0]);
-        };
-        check();
-        child.stderr.on('data', check);
-      });
-      t.match(selfTest, new RegExp(`^self-test: ${DEFAULT_MODEL.name.replaceAll('.', '\\.')} answered 5/5 obvious decisions right$`));
-      // Printed before the self-test's line; on the CPU the promise holds, a GPU build's line says whether it does there.
-      const held = line.includes('backend cpu') ? /^determinism: exact kernels give the same scores bit for bit on this machine/m : /^(WARNING: )?determinism/m;
-      if (determinismCheck === 'on') t.match(stderr, held, 'the start-up says what the check at load found');
+      if (asUser) {
+        // The default model passes the load-time self-test, which runs once it serves.
+        const selfTest = await new Promise<string>((resolve) => {
+          const check = () => {
+            const m = /^(self-test: .*|warning: .*self-test.*)$/m.exec(stderr);
+            if (m) resolve(m[0]);
+          };
+          check();
+          child.stderr.on('data', check);
+        });
+        t.match(selfTest, new RegExp(`^self-test: ${DEFAULT_MODEL.name.replaceAll('.', '\\.')} answered 5/5 obvious decisions right$`));
+        // Printed before the self-test's line; on the CPU the promise holds, a GPU build's line says whether it does there.
+        const held = line.includes('backend cpu')
+          ? /^determinism: exact kernels give the same scores bit for bit on this machine/m
+          : /^(WARNING: )?determinism/m;
+        t.match(stderr, held, 'the start-up says what the check at load found');
+      }
       const code = await new Promise<number | null>((resolve) => {
         child.on('exit', (c) => resolve(c));
         child.kill('SIGTERM');
