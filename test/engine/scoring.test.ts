@@ -14,6 +14,9 @@ const TOLERANCE = 1e-3;
 const local = await createLocalEngine(MODEL, { threads: 2, contextSize: 1024, maxSequences: 16 });
 t.teardown(() => local.close());
 const engine = local.engine;
+// The prefix-cache tests' reference: the same model with no prefix kept once scored, so every score is cold.
+const cold = await createLocalEngine(MODEL, { threads: 2, contextSize: 1024, maxSequences: 4, prefixCacheTokens: 0 });
+t.teardown(() => cold.close());
 const withBos = (text: string) => engine.tokenize(text, { addSpecial: true });
 const bare = (text: string) => engine.tokenize(text, { addSpecial: false });
 const firstToken = (text: string) => {
@@ -170,11 +173,9 @@ t.test('prefix cache: any common head with a cached prefix is reused, and scores
   const diverging = Int32Array.from([...all.subarray(0, 389), ...bare(state('#diverged'))]);
   const cut = await engine.score(diverging, [branch]);
   t.equal(cut.cached, 389, 'the head shared with the longer cached prefix was reused');
-  // Reference: the same prefixes and branch on a fresh engine, where nothing is cached.
-  const fresh = await createLocalEngine(MODEL, { threads: 2, contextSize: 1024, maxSequences: 4 });
-  const reference = await fresh.engine.score(longer, [branch]);
-  const referenceCut = await fresh.engine.score(diverging.subarray(0, 400), [branch]);
-  await fresh.close();
+  // Reference: the same prefixes and branch with nothing cached.
+  const reference = await cold.engine.score(longer, [branch]);
+  const referenceCut = await cold.engine.score(diverging.subarray(0, 400), [branch]);
   t.equal(reference.cached, 0, 'the reference reuses nothing');
   t.same(extended.logprobs, reference.logprobs, 'head reused from a shorter prefix: bit-identical to cold');
   const cutAgain = await engine.score(diverging.subarray(0, 400), [branch]);
@@ -193,9 +194,7 @@ t.test('prefix cache: a head cut from a cached prefix that ran past the sliding 
   const cut = Int32Array.from([...long.subarray(0, 400), ...bare(state('#window-cut'))]);
   const got = await engine.score(cut, [branch]);
   t.equal(got.cached, 400, 'the head was reused');
-  const fresh = await createLocalEngine(MODEL, { threads: 2, contextSize: 1024, maxSequences: 4 });
-  const reference = await fresh.engine.score(cut, [branch]);
-  await fresh.close();
+  const reference = await cold.engine.score(cut, [branch]);
   t.same(got.logprobs, reference.logprobs, 'bit-identical to cold');
 });
 
