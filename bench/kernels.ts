@@ -20,6 +20,9 @@ const contextSize = Math.max(...sizes) + 1024;
 const load = (kernels: 'exact' | 'fast') => LlamaEngine.load(model, { kernels, contextSize, longContextSize: 0, maxSequences: 4, prefixCacheTokens: 0 });
 const engines = { exact: await load('exact'), fast: await load('fast') };
 
+/** A size's runs, in seconds. */
+const seconds = (runs: number[]): string => runs.map((ms) => (ms / 1000).toFixed(1)).join(', ');
+
 const rows: { tokens: number; exactMs: number[]; fastMs: number[] }[] = [];
 for (const tokens of sizes) {
   const row = { tokens, exactMs: [] as number[], fastMs: [] as number[] };
@@ -27,9 +30,7 @@ for (const tokens of sizes) {
     row.exactMs.push(await timeOne(engines.exact, stateOf(engines.exact, tokens, `exact ${tokens} ${i}`)));
     row.fastMs.push(await timeOne(engines.fast, stateOf(engines.fast, tokens, `fast ${tokens} ${i}`)));
   }
-  log(
-    `${tokens} tokens: exact ${row.exactMs.map((ms) => (ms / 1000).toFixed(1)).join(', ')} s; stock ${row.fastMs.map((ms) => (ms / 1000).toFixed(1)).join(', ')} s`,
-  );
+  log(`${tokens} tokens: exact ${seconds(row.exactMs)} s; stock ${seconds(row.fastMs)} s`);
   rows.push(row);
 }
 await engines.exact.close();
@@ -47,10 +48,7 @@ replaceSection(
     '',
     '| state tokens | exact, s | stock, s | exact ÷ stock |',
     '|---|---|---|---|',
-    ...rows.map(
-      (r) =>
-        `| ${r.tokens} | ${r.exactMs.map((ms) => (ms / 1000).toFixed(1)).join(', ')} | ${r.fastMs.map((ms) => (ms / 1000).toFixed(1)).join(', ')} | ${(sum(r.exactMs) / sum(r.fastMs)).toFixed(2)} |`,
-    ),
+    ...rows.map((r) => `| ${r.tokens} | ${seconds(r.exactMs)} | ${seconds(r.fastMs)} | ${(sum(r.exactMs) / sum(r.fastMs)).toFixed(2)} |`),
   ].join('\n'),
 );
 log(`wrote bench/out/kernels-${name}.json and bench/RESULTS.md`);
