@@ -3,8 +3,11 @@
 // whatever else the op computes beside it. A product's row alone and among other rows at every
 // place in batches of every width; an attention row alone and beside other sequences' rows, with
 // its cells contiguous or interleaved among other sequences' cells in another order, and with the
-// cache cut at different lengths; each on 1 and 3 threads. These are the properties the engine's
-// determinism promise rests on, held where they are made, below llama.cpp's graph.
+// cache cut at different lengths; each on 1 and 3 threads, and on more threads than the machine has
+// cores, where threads waiting in ggml's barrier sleep and must be woken
+// (native/patches/ggml-cpu-barrier-sleep.patch): a lost wake-up hangs the test, an early one
+// changes the bits. These are the properties the engine's determinism promise rests on, held where
+// they are made, below llama.cpp's graph.
 //
 // Run by test/engine/native-ops.test.ts on the CPU backend with its batch-invariant kernels; with
 // --backend all every other backend the build has (CUDA) runs the same checks and reports them.
@@ -19,6 +22,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -40,6 +44,9 @@ std::vector<float> randoms(size_t n, uint32_t seed) {
   for (float& x : out) x = d(rng);
   return out;
 }
+
+// The CPU thread counts each case runs on: one, a few, and twice the cores and one more.
+std::vector<int> thread_counts() { return {1, 3, 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) + 1}; }
 
 // The backend under test, with the thread count its CPU variant runs at.
 struct Backend {
@@ -164,7 +171,7 @@ void test_product(const Backend& b, ggml_type type) {
   const std::vector<float> alone = product_row(b, w, row, 1, 0, 1);
   float worst = 0.0f;
   int compared = 0;
-  for (int threads : {1, 3}) {
+  for (int threads : thread_counts()) {
     b.threads(threads);
     for (int64_t width : {1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64}) {
       for (int64_t at : {int64_t{0}, width / 2, width - 1}) {
@@ -372,7 +379,7 @@ void test_attention(const Backend& b) {
   cases.push_back({w + "the rows together, in a ring of 64 cells", ring_of(64), mine, &window_alone, kWindow});
   cases.push_back({w + "interleaved among 2 sequences' cells, rows shuffled among theirs", interleaved(2, 3), window_beside, &window_alone, kWindow});
   float worst = 0.0f;
-  for (int threads : {1, 3}) {
+  for (int threads : thread_counts()) {
     b.threads(threads);
     for (const Case& c : cases) {
       std::vector<float> got = attend(b, c.cells, c.queries, c.window);
@@ -392,7 +399,7 @@ void test_attention(const Backend& b) {
       }
     }
   }
-  std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), 2 * cases.size(), static_cast<double>(worst));
+  std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), thread_counts().size() * cases.size(), static_cast<double>(worst));
 }
 
 // The catalogue's weight types and the types docs/models.md recommends.
