@@ -402,6 +402,7 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("parameters", static_cast<double>(llama_model_n_params(model_)));
   o.Set("modelBytes", static_cast<double>(llama_model_size(model_)));
   o.Set("trainingContext", llama_model_n_ctx_train(model_));
+  o.Set("slidingWindow", llama_model_n_swa(model_));
   o.Set("quantMethod", q.method);
   o.Set("quantBits", q.bits > 0 ? Napi::Number::New(env, q.bits) : env.Null());
   o.Set("vocabSize", llama_vocab_n_tokens(vocab_));

@@ -1,6 +1,7 @@
 // The engine checks its own promise when it loads, on the real model and backend: a probe scored
 // alone, again on its cached prefix, inside a batch crowded with other jobs and after a head it
-// shares with another prompt must give the same log-probabilities bit for bit. The kernels under
+// shares with another prompt, and (on a model with a sliding window) after an early head of a prompt
+// that ran on past the window, must give the same log-probabilities bit for bit. The kernels under
 // that promise were measured on the CPUs this project runs on; on a card nobody here ran, this is
 // how a user learns whether it holds on theirs. With exact kernels the probe is also scored on
 // llama.cpp's stock kernels: exact kernels that compute another function on this hardware (far
@@ -22,6 +23,13 @@ const CROWD = [
   'The weather service expects heavy rain on Thursday and a dry, cold weekend in the north of the country.',
 ];
 const CROWD_QUESTIONS = ['\nIs this urgent?', '\nIs it about money?', '\nShould someone reply?'];
+/** The probe's head in the past-the-window case: a short state of the long prompt's first tokens. */
+const WINDOW_HEAD = 48;
+/**
+ * The past-the-window case is skipped where the decode cost measured by the warm-up says it would
+ * take longer than this (a model with a window of thousands of positions on a CPU).
+ */
+const WINDOW_CASE_MAX_MS = 10_000;
 /** The probe's answers: log-probabilities under the full softmax, so any change of a logit shows. */
 const CANDIDATES = [' yes', ' no', ' Yes', ' No', ' maybe', ' the'];
 
@@ -53,11 +61,40 @@ export function largestDifference(a: readonly Float32Array[], b: readonly Float3
   return worst;
 }
 
+/**
+ * A prompt that runs on past the sliding window, then the probe's questions on only its first
+ * WINDOW_HEAD tokens, against the same head scored cold. Once a later decode's tokens are past the
+ * window, llama.cpp may hand them the cells the window has left behind, which the early head still
+ * needs (native/patches/llama-kv-window-kept.patch keeps them). The long prompt is one window and
+ * one prefix chunk long plus a margin, so that its tail is decoded after its head and past the
+ * window whatever the chunking. Null where the model has no window, the prompt does not fit the
+ * main lane, or it would take too long.
+ */
+async function pastWindow(engine: LlamaEngine, probe: Probe, score: (prefix: Int32Array) => Promise<Float32Array[]>): Promise<number | null> {
+  const { slidingWindow, prefixChunk, contextSize } = engine.facts;
+  const length = Math.max(slidingWindow, prefixChunk) + 64;
+  const cost = engine.stats().cost;
+  if (slidingWindow <= 0 || length >= contextSize || cost.perTokenMs * (length + WINDOW_HEAD) > WINDOW_CASE_MAX_MS) return null;
+  let text = PROBE;
+  let long = engine.tokenize(text, { addSpecial: true, parseSpecial: false });
+  while (long.length < length) {
+    text += ` ${CROWD.join(' ')} ${PROBE}`;
+    long = engine.tokenize(text, { addSpecial: true, parseSpecial: false });
+  }
+  const head = long.subarray(0, WINDOW_HEAD);
+  engine.forgetCache();
+  const cold = await score(head);
+  engine.forgetCache();
+  await engine.score(long.subarray(0, length), probe.branches.slice(0, 1), { tenant: 'determinism-check' });
+  return largestDifference(cold, await score(head));
+}
+
 /** `faultNats` (tests only): the stock kernels' scores are moved by this much, as wrong kernels would move the exact ones. */
 export async function checkDeterminism(engine: LlamaEngine, faultNats = 0): Promise<DeterminismReport> {
   const probe = probeOf(engine, PROBE, QUESTIONS);
-  const score = async (opts: { reference?: boolean } = {}): Promise<Float32Array[]> =>
-    (await engine.score(probe.prefix, probe.branches, { tenant: 'determinism-check', ...opts })).logprobs;
+  const scoreWith = async (prefix: Int32Array, opts: { reference?: boolean } = {}): Promise<Float32Array[]> =>
+    (await engine.score(prefix, probe.branches, { tenant: 'determinism-check', ...opts })).logprobs;
+  const score = (opts: { reference?: boolean } = {}): Promise<Float32Array[]> => scoreWith(probe.prefix, opts);
 
   engine.forgetCache();
   const alone = await score();
@@ -84,8 +121,9 @@ export async function checkDeterminism(engine: LlamaEngine, faultNats = 0): Prom
     cached: largestDifference(alone, cached),
     crowded: largestDifference(alone, crowded),
     headCached: largestDifference(alone, headCached),
+    pastWindow: await pastWindow(engine, probe, (prefix) => scoreWith(prefix)),
   };
-  const maxDifference = Math.max(...Object.values(differences));
+  const maxDifference = Math.max(...Object.values(differences).filter((d) => d !== null));
   const kernels = engine.facts.kernels;
   const stock = kernels === 'exact' ? (await engine.withReference(() => score({ reference: true }))).map((row) => row.map((x) => x + faultNats)) : null;
   const stockDifference = stock && largestDifference(alone, stock);
@@ -102,7 +140,8 @@ export function stockMismatch(r: DeterminismReport): string | null {
 /** The start-up lines that say what the check found, a warning where the promise does not hold. */
 export function determinismReport(r: DeterminismReport): string[] {
   const nats = (x: number): string => (x === 0 ? '0' : x < 0.001 ? x.toExponential(1) : x.toFixed(3));
-  const cases = `alone, cached ${nats(r.differences.cached)}, crowded ${nats(r.differences.crowded)}, after a cached head ${nats(r.differences.headCached)} nats`;
+  const window = r.differences.pastWindow === null ? '' : `, after a head of a prompt past the sliding window ${nats(r.differences.pastWindow)}`;
+  const cases = `alone, cached ${nats(r.differences.cached)}, crowded ${nats(r.differences.crowded)}, after a cached head ${nats(r.differences.headCached)}${window} nats`;
   const lines: string[] = [];
   if (r.fallback) lines.push(`WARNING: ${r.fallback}`);
   if (r.deterministic) lines.push(`determinism: ${r.kernels} kernels give the same scores bit for bit on this machine (${cases})`);

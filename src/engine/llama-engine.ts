@@ -72,6 +72,7 @@ async function modelFacts(modelPath: string, raw: Record<string, unknown>): Prom
     description: String(raw.description),
     parameters: Number(raw.parameters),
     trainingContext: Number(raw.trainingContext),
+    slidingWindow: Number(raw.slidingWindow),
     quantMethod: String(raw.quantMethod),
     quantBits: raw.quantBits === null ? null : Number(raw.quantBits),
     vocabSize: Number(raw.vocabSize),

@@ -101,8 +101,12 @@ export interface DeterminismReport {
   deterministic: boolean;
   /** The largest difference of a log-probability between the probe alone and any other case, in nats. */
   maxDifference: number;
-  /** By case: on its cached prefix, in a crowded batch, after a cached head shared with another prompt. */
-  differences: { cached: number; crowded: number; headCached: number };
+  /**
+   * By case: on its cached prefix, in a crowded batch, after a cached head shared with another
+   * prompt, and after an early head of a cached prompt that ran on past the model's sliding window
+   * (null when the model has no window, or such a prompt does not fit the engine's main lane).
+   */
+  differences: { cached: number; crowded: number; headCached: number; pastWindow: number | null };
   /** The largest difference between the exact kernels' probe and the stock kernels'; null when not compared (fast kernels). */
   stockDifference: number | null;
   /** Why the engine serves the stock kernels although exact ones were asked for; null when it serves what was asked. */
@@ -120,6 +124,8 @@ export interface ModelFacts {
   description: string;
   parameters: number;
   trainingContext: number;
+  /** Positions a sliding-window layer attends back over; 0 when no layer does. */
+  slidingWindow: number;
   /** e.g. "Q4_K_M" */
   quantMethod: string;
   /** e.g. 4 for Q4_K_M, null when the file type has no single bit width */

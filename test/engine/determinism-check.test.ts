@@ -1,7 +1,8 @@
 // The engine's check of its own promise at load, on the test model and the CPU backend: with the
-// exact kernels the probe scores bit for bit the same alone, on its cached prefix, crowded and after
-// a cached head, and close to llama.cpp's stock kernels; with the fast kernels the check must come
-// out false; and exact kernels that disagree with the stock ones are not served.
+// exact kernels the probe scores bit for bit the same alone, on its cached prefix, crowded, after a
+// cached head and after an early head of a prompt that ran past the sliding window, and close to
+// llama.cpp's stock kernels; with the fast kernels the check must come out false; and exact kernels
+// that disagree with the stock ones are not served.
 import t from 'tap';
 import { STOCK_TOLERANCE_NATS } from '../../src/engine/determinism-check.js';
 import { createLocalEngine } from '../../src/engine/local.js';
@@ -20,7 +21,8 @@ t.test('exact kernels: the same scores in every case, and close to the stock ker
   const { engine, info, report } = await checked({});
   t.teardown(() => engine.close());
   t.equal(report.kernels, 'exact');
-  t.same(report.differences, { cached: 0, crowded: 0, headCached: 0 }, 'bit for bit in every case');
+  t.equal(info.slidingWindow, 512, "the test model's sliding-window layers see 512 positions");
+  t.same(report.differences, { cached: 0, crowded: 0, headCached: 0, pastWindow: 0 }, 'bit for bit in every case, past the window too');
   t.equal(report.deterministic, true);
   t.equal(report.maxDifference, 0);
   t.ok(

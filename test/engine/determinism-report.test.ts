@@ -10,7 +10,7 @@ const report = (over: Partial<DeterminismReport>): DeterminismReport => ({
   kernels: 'exact',
   deterministic: true,
   maxDifference: 0,
-  differences: { cached: 0, crowded: 0, headCached: 0 },
+  differences: { cached: 0, crowded: 0, headCached: 0, pastWindow: null },
   stockDifference: 0.01,
   fallback: null,
   ...over,
@@ -32,10 +32,16 @@ t.test('exact kernels are refused only beyond the tolerance, and never when not 
 
 t.test('the start-up lines say what held, loudly when the promise does not', async (t) => {
   t.match(determinismReport(report({})), [/^determinism: exact kernels give the same scores bit for bit on this machine/]);
-  const moved = determinismReport(report({ deterministic: false, maxDifference: 0.2, differences: { cached: 0, crowded: 0.2, headCached: 0.05 } }));
+  const moved = determinismReport(
+    report({ deterministic: false, maxDifference: 0.2, differences: { cached: 0, crowded: 0.2, headCached: 0.05, pastWindow: null } }),
+  );
   t.match(moved, [
     /^WARNING: determinism does not hold on this machine: .* up to 0\.200 nats \(alone, cached 0, crowded 0\.200, after a cached head 0\.050 nats\)/,
   ]);
+  const window = determinismReport(
+    report({ deterministic: false, maxDifference: 0.3, differences: { cached: 0, crowded: 0, headCached: 0, pastWindow: 0.3 } }),
+  );
+  t.match(window, [/after a cached head 0, after a head of a prompt past the sliding window 0\.300 nats\)/], 'the window case is named where it ran');
   t.match(determinismReport(report({ kernels: 'fast', deterministic: false, maxDifference: 0.3, stockDifference: null })), [
     /^determinism: off \(--kernels fast\)/,
   ]);
