@@ -65,9 +65,9 @@ export function largestDifference(a: readonly Float32Array[], b: readonly Float3
  * A prompt that runs on past the sliding window, then the probe's questions on only its first
  * WINDOW_HEAD tokens, against the same head scored cold. Once a later decode's tokens are past the
  * window, llama.cpp may hand them the cells the window has left behind, which the early head still
- * needs (native/patches/llama-kv-window-kept.patch keeps them). The long prompt is one window and
- * one prefix chunk long plus a margin, so that its tail is decoded after its head and past the
- * window whatever the chunking. Null where the model has no window, the prompt does not fit the
+ * needs (native/patches/llama-kv-window-kept.patch keeps them). The long prompt is 64 tokens longer
+ * than the window or a prefix chunk, whichever is longer, so that its tail is decoded in a later
+ * decode than its head and past the window whatever the chunking. Null where the model has no window, the prompt does not fit the
  * main lane, or it would take too long.
  */
 async function pastWindow(engine: LlamaEngine, probe: Probe, score: (prefix: Int32Array) => Promise<Float32Array[]>): Promise<number | null> {
@@ -121,7 +121,7 @@ export async function checkDeterminism(engine: LlamaEngine, faultNats = 0): Prom
     cached: largestDifference(alone, cached),
     crowded: largestDifference(alone, crowded),
     headCached: largestDifference(alone, headCached),
-    pastWindow: await pastWindow(engine, probe, (prefix) => scoreWith(prefix)),
+    pastWindow: await pastWindow(engine, probe, scoreWith),
   };
   const maxDifference = Math.max(...Object.values(differences).filter((d) => d !== null));
   const kernels = engine.facts.kernels;
