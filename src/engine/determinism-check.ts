@@ -7,6 +7,7 @@
 // llama.cpp's stock kernels: exact kernels that compute another function on this hardware (far
 // beyond rounding) are not served, whatever their determinism.
 import type { LlamaEngine, ScoreBranchTokens } from './llama-engine.js';
+import { repeatedTokens } from './repeated-text.js';
 import type { DeterminismReport } from './types.js';
 
 /**
@@ -67,20 +68,15 @@ export function largestDifference(a: readonly Float32Array[], b: readonly Float3
  * window, llama.cpp may hand them the cells the window has left behind, which the early head still
  * needs (native/patches/llama-kv-window-kept.patch keeps them). The long prompt is 64 tokens longer
  * than the window or a prefix chunk, whichever is longer, so that its tail is decoded in a later
- * decode than its head and past the window whatever the chunking. Null where the model has no window, the prompt does not fit the
- * main lane, or it would take too long.
+ * decode than its head and past the window whatever the chunking. Null where the model has no
+ * window, the prompt does not fit the main lane, or it would take too long.
  */
 async function pastWindow(engine: LlamaEngine, probe: Probe, score: (prefix: Int32Array) => Promise<Float32Array[]>): Promise<number | null> {
   const { slidingWindow, prefixChunk, contextSize } = engine.facts;
   const length = Math.max(slidingWindow, prefixChunk) + 64;
   const cost = engine.stats().cost;
   if (slidingWindow <= 0 || length >= contextSize || cost.perTokenMs * (length + WINDOW_HEAD) > WINDOW_CASE_MAX_MS) return null;
-  let text = PROBE;
-  let long = engine.tokenize(text, { addSpecial: true, parseSpecial: false });
-  while (long.length < length) {
-    text += ` ${CROWD.join(' ')} ${PROBE}`;
-    long = engine.tokenize(text, { addSpecial: true, parseSpecial: false });
-  }
+  const long = repeatedTokens(engine, `${PROBE} ${CROWD.join(' ')} `, length, { addSpecial: true, parseSpecial: false });
   const head = long.subarray(0, WINDOW_HEAD);
   engine.forgetCache();
   const cold = await score(head);

@@ -2,6 +2,7 @@
 // model can tell a decode's fixed cost from its cost per token and per logits row before the first
 // request is admitted, whatever the self-test setting.
 import type { LlamaEngine } from './llama-engine.js';
+import { repeatedTokens } from './repeated-text.js';
 
 const TEXT =
   'A short paragraph of ordinary prose, tokenised once and cut to the lengths each decode needs. ' +
@@ -12,17 +13,6 @@ const LONGEST = 200;
 
 /** Decodes of many branches for each of the two branch lengths. */
 const WIDE_DECODES = 3;
-
-/** TEXT repeated until it is at least LONGEST tokens, tokenised once; every piece is a cut of it. */
-function prose(engine: LlamaEngine): Int32Array {
-  let text = TEXT;
-  let ids = engine.tokenize(text);
-  while (ids.length < LONGEST) {
-    text += TEXT;
-    ids = engine.tokenize(text);
-  }
-  return ids;
-}
 
 /**
  * How many branches of `tokens` fill about `decodes` decodes of the step target at the cost
@@ -49,7 +39,8 @@ function branchesFilling(engine: LlamaEngine, decodes: number, tokens: number): 
  * 10-40% low and could run past its deadline.
  */
 export async function warmUp(engine: LlamaEngine): Promise<void> {
-  const ids = prose(engine);
+  // Every piece is a cut of one run of TEXT, tokenised once.
+  const ids = repeatedTokens(engine, TEXT, LONGEST);
   const candidates = ids.subarray(0, 1);
   const branches = (count: number, n: number) => Array.from({ length: count }, () => ({ suffix: ids.subarray(0, n), candidates }));
   // Background work keeps its decodes to the step target: filled to the max step, as a lone
