@@ -28,18 +28,26 @@ export function llamaCmakeFlags(): string[] {
 }
 
 /**
- * Path of a llama.cpp tool (llama-bench, llama-server) under build/bench-tools, building it from
- * deps/llama.cpp when it is missing. Both tools share one build folder configured one way.
+ * Path of a llama.cpp tool (llama-bench, llama-server) under build/bench-tools, built from
+ * deps/llama.cpp. Both tools share one build folder configured one way. An existing build is brought
+ * up to date first (a no-op when nothing changed), since `npm install` re-applies native/patches to
+ * deps/llama.cpp and a baseline built before a patch would measure other kernels than its sources
+ * say. A tool placed there without a build folder (the device pipeline links its own) is used as is.
  */
 export function ensureLlamaTool(root: string, target: 'llama-bench' | 'llama-server', log: (msg: string) => void): string {
   const llamaDir = path.join(root, 'deps', 'llama.cpp');
   const buildDir = path.join(root, 'build', 'bench-tools');
   const binary = path.join(buildDir, 'bin', target);
-  if (fs.existsSync(binary)) return binary;
+  const configured = fs.existsSync(path.join(buildDir, 'CMakeCache.txt'));
+  if (fs.existsSync(binary) && !configured) return binary;
   if (!fs.existsSync(path.join(llamaDir, 'CMakeLists.txt'))) throw new Error(`llama.cpp source not found at ${llamaDir}; run \`npm install\` first`);
-  const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
-  log(`building ${target} into ${buildDir} (one-off, several minutes)`);
-  execFileSync('cmake', ['-S', llamaDir, '-B', buildDir, ...generator, ...llamaCmakeFlags()], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (!configured) {
+    const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
+    log(`building ${target} into ${buildDir} (one-off, several minutes)`);
+    execFileSync('cmake', ['-S', llamaDir, '-B', buildDir, ...generator, ...llamaCmakeFlags()], { stdio: ['ignore', 'ignore', 'inherit'] });
+  } else {
+    log(`bringing ${target} in ${buildDir} up to date with deps/llama.cpp`);
+  }
   execFileSync('cmake', ['--build', buildDir, '--target', target, '--parallel'], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (!fs.existsSync(binary)) throw new Error(`the ${target} build finished but ${binary} is missing`);
   return binary;
