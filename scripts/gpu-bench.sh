@@ -113,7 +113,7 @@ main() {
   }
 
   [ -f native/tools/CMakeLists.txt ] || fail "run from the repository root (native/tools/CMakeLists.txt not found in $PWD)"
-  for f in llama.cpp.tar.xz node.tar.xz service.tar.xz; do
+  for f in llama.cpp.tar.xz node.tar.xz service.tar.xz pack.json; do
     [ -f "$PACK/$f" ] || fail "$PACK/$f missing: run node scripts/device-pack.mjs where Node is, and carry $PACK"
   done
   [ -n "${MODEL:-}" ] || [ -f "$PACK/model.skel.gguf" ] || fail "$PACK/model.skel.gguf missing (or set MODEL)"
@@ -154,6 +154,9 @@ main() {
   lap
   say "unpacked llama.cpp, Node $node_version and the service into $WORK: $took"
 
+  # the unpacked tree has no git history: the addon names the commit the pack was made from
+  llama_commit=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["llamaCpp"])' "$PACK/pack.json") ||
+    fail "no llama.cpp commit in $PACK/pack.json"
   build="$app/build"
   bin="$build/bin"
   buildlog="$WORK/build.log"
@@ -161,7 +164,7 @@ main() {
   {
     # cmake-js finds Node's headers in the packed runtime (npm_config_nodedir), so it downloads nothing.
     (cd "$app" && npm_config_nodedir="$node_dir" timeout "$limit" node node_modules/cmake-js/bin/cmake-js configure --out build \
-      "${cuda_flags[@]}" --CDARBITRA_NATIVE=OFF --CDARBITRA_DEVICE_TOOLS=ON) &&
+      "${cuda_flags[@]}" --CDARBITRA_NATIVE=OFF --CDARBITRA_DEVICE_TOOLS=ON "--CDARBITRA_LLAMA_COMMIT=$llama_commit") &&
       timeout "$((DEADLINE - ($(date +%s) - started)))" cmake --build "$build" -j "$JOBS" --target "${TARGETS[@]}"
   } >"$buildlog" 2>&1
   built=$?
@@ -171,6 +174,7 @@ main() {
   mkdir -p "$build/bench-tools/bin" && ln -sfn "$bin/llama-server" "$build/bench-tools/bin/llama-server"
   lap
   say "built the $([ "$GPU" = 1 ] && echo "CUDA (sm_$CUDA_ARCH)" || echo CPU) addon, tools and llama-server in $build: $took"
+  say "addon: llama.cpp $(cd "$app" && node -p "require('./build/Release/arbitra.node').llamaBuild")"
 
   if [ -n "${MODEL:-}" ]; then
     model=$(realpath "$MODEL") || fail "MODEL not found: $MODEL"

@@ -5,7 +5,7 @@
 // (test/scripts/device-pack.test.ts).
 import t from 'tap';
 import { PACK_FILES } from '../../scripts/device-pack.mjs';
-import { API_CONCURRENCY, pack, runPipeline } from './pipeline.js';
+import { API_CONCURRENCY, pack, packed, runPipeline } from './pipeline.js';
 
 interface ScorerLine {
   bench: string;
@@ -32,6 +32,9 @@ t.test('gpu-bench.sh with GPU=0 runs every step and writes what the device tool 
   t.ok(Object.keys(run.files).length <= 8, `${Object.keys(run.files).join(', ')}: at most 8 files`);
   t.notMatch(summary, /skipped|FAILED/);
   t.match(summary, /op tests: ok/);
+  // the unpacked llama.cpp has no git history: the addon still names the commit it was built from
+  const commit = packed()!.llamaCpp;
+  t.match(summary, new RegExp(`addon: llama\\.cpp \\S+-${commit}\\b`), `the addon names llama.cpp ${commit}`);
 
   let kernels = '';
   let gathered = false;

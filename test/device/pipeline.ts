@@ -14,6 +14,8 @@ const root = packageRoot();
 export const API_CONCURRENCY = '1,2';
 
 export interface Manifest {
+  /** The short commit of deps/llama.cpp the pack was made from. */
+  llamaCpp: string;
   files: Record<string, number>;
   travel: { tracked: number; untracked: number; pack: number; total: number; limitMiB: number };
 }
@@ -21,9 +23,13 @@ export interface Manifest {
 /** Packs .device/ as a session does before its device call; the pack's own manifest. */
 export function pack(): { status: number | null; output: string; manifest: Manifest | null } {
   const r = spawnSync(process.execPath, ['scripts/device-pack.mjs'], { cwd: root, encoding: 'utf8', env: { ...process.env, ARBITRA_BUILD_JOBS: '2' } });
+  return { status: r.status, output: `${r.stdout}${r.stderr}`, manifest: r.status === 0 ? packed() : null };
+}
+
+/** The manifest of the pack in .device/, if there is one. */
+export function packed(): Manifest | null {
   const file = path.join(root, '.device', 'pack.json');
-  const manifest = r.status === 0 && fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Manifest) : null;
-  return { status: r.status, output: `${r.stdout}${r.stderr}`, manifest };
+  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Manifest) : null;
 }
 
 export interface PipelineRun {
