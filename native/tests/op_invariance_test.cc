@@ -7,7 +7,8 @@
 // cores, where threads waiting in ggml's barrier sleep and must be woken
 // (native/patches/ggml-cpu-barrier-sleep.patch): a lost wake-up hangs the test, an early one
 // changes the bits. These are the properties the engine's determinism promise rests on, held where
-// they are made, below llama.cpp's graph.
+// they are made, below llama.cpp's graph. Attention's rows are also held to a double-precision
+// reference, which a kernel wrong the same way in every layout would fail.
 //
 // Run by test/engine/native-ops.test.ts on the CPU backend with its batch-invariant kernels; with
 // --backend all every other backend the build has (CUDA) runs the same checks and reports them.
@@ -190,7 +191,9 @@ void test_product(const Backend& b, ggml_type type) {
 // ---- attention ----
 
 constexpr int64_t kD = 64;       // head size
-constexpr int64_t kHeads = 4;    // query heads
+// Five query heads per KV head: the CPU's exact kernel takes a KV head's query heads together, in
+// blocks that shrink when the rows are too few for the threads, and five heads split unevenly.
+constexpr int64_t kHeads = 10;   // query heads
 constexpr int64_t kKvHeads = 2;  // KV heads (grouped-query attention)
 constexpr int kProbeLen = 150;   // the probe sequence's tokens; its last rows are the queries
 constexpr int kProbeRows = 5;
@@ -259,6 +262,44 @@ std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, cons
   std::vector<float> mine;
   for (int64_t i : rows) mine.insert(mine.end(), r.begin() + i * kD * kHeads, r.begin() + (i + 1) * kD * kHeads);
   return mine;
+}
+
+// What attend() computes, in double precision from the same F16-rounded keys and values: each
+// query head's softmax over the cells its row sees, of the KV head it reads (ggml's broadcast).
+std::vector<float> attention_reference(const std::vector<Cell>& cells, const std::vector<Query>& queries, int window = 0) {
+  const auto f16 = [](float x) { return ggml_fp16_to_fp32(ggml_fp32_to_fp16(x)); };
+  std::vector<Query> rows;
+  for (const Query& q : queries) {
+    if (q.seq == 0) rows.push_back(q);
+  }
+  std::sort(rows.begin(), rows.end(), [](const Query& a, const Query& b) { return a.pos < b.pos; });
+  std::vector<float> out;
+  for (const Query& qi : rows) {
+    for (int64_t h = 0; h < kHeads; ++h) {
+      const int64_t kv_head = h / (kHeads / kKvHeads);
+      const std::vector<float> qv = vec_of(qi.seq, qi.pos, 100 + static_cast<int>(h), kD);
+      std::vector<double> scores;
+      std::vector<std::vector<float>> values;
+      for (const Cell& cell : cells) {
+        if (cell.seq != qi.seq || cell.pos > qi.pos || (window != 0 && qi.pos - cell.pos >= window)) continue;
+        const std::vector<float> kv = vec_of(cell.seq, cell.pos, static_cast<int>(kv_head), 2 * kD);
+        double dot = 0.0;
+        for (int64_t d = 0; d < kD; ++d) dot += static_cast<double>(qv[static_cast<size_t>(d)]) * f16(kv[static_cast<size_t>(d)]);
+        scores.push_back(dot / std::sqrt(static_cast<double>(kD)));
+        values.emplace_back(kv.begin() + kD, kv.end());
+      }
+      const double top = *std::max_element(scores.begin(), scores.end());
+      double sum = 0.0;
+      std::vector<double> acc(static_cast<size_t>(kD), 0.0);
+      for (size_t c = 0; c < scores.size(); ++c) {
+        const double w = std::exp(scores[c] - top);
+        sum += w;
+        for (int64_t d = 0; d < kD; ++d) acc[static_cast<size_t>(d)] += w * f16(values[c][static_cast<size_t>(d)]);
+      }
+      for (double a : acc) out.push_back(static_cast<float>(a / sum));
+    }
+  }
+  return out;
 }
 
 std::vector<Query> probe_rows() {
@@ -402,6 +443,46 @@ void test_attention(const Backend& b) {
   std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), thread_counts().size() * cases.size(), static_cast<double>(worst));
 }
 
+// Invariance alone would pass a kernel that is wrong the same way everywhere (a query head reading
+// another head's keys, say): the rows are also held to attention_reference.
+void test_attention_values(const Backend& b) {
+  current = "an attention row is attention over the cells it sees";
+  const std::vector<Query> mine = probe_rows();
+  std::vector<Query> beside = mine;
+  for (int r = 0; r < 40; ++r) beside.push_back({1 + r % 2, 40 + (r * 13) % 40});
+  struct Case {
+    std::string name;
+    std::vector<Cell> cells;
+    std::vector<Query> queries;
+    int window = 0;
+  };
+  const std::vector<Case> cases = {
+      {"the probe's rows", contiguous(0), mine},
+      {"one row", contiguous(0), {mine.back()}},
+      {"interleaved among 2 sequences, beside their rows", interleaved(2, 4), beside},
+      {"a window of " + std::to_string(kWindow) + ", in a ring of 64 cells", ring_of(64), mine, kWindow},
+  };
+  // The CPU's exact kernel lands within 1e-7, kernels that take Q·K in F16 (stock, CUDA's MMA)
+  // within 1e-3; a query head that read another head's query was off by 0.16.
+  constexpr float kTolerance = 1e-2f;
+  float worst = 0.0f;
+  for (int threads : thread_counts()) {
+    b.threads(threads);
+    for (const Case& c : cases) {
+      const std::vector<float> got = attend(b, c.cells, c.queries, c.window);
+      const std::vector<float> want = attention_reference(c.cells, c.queries, c.window);
+      if (got.size() != want.size()) {
+        check(false, c.name + ": " + std::to_string(got.size()) + " values, the reference has " + std::to_string(want.size()));
+        continue;
+      }
+      const float d = largest_difference(want.data(), got.data(), got.size());
+      worst = std::max(worst, d);
+      check(d <= kTolerance, c.name + " on " + std::to_string(threads) + " threads is " + std::to_string(d) + " from the reference");
+    }
+  }
+  std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), thread_counts().size() * cases.size(), static_cast<double>(worst));
+}
+
 // The catalogue's weight types and the types docs/models.md recommends.
 const ggml_type kTypes[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1};
 
@@ -413,9 +494,11 @@ int run_backend(const Backend& b, bool required) {
     test_product(b, t);
     std::printf("%s %s\n", failures == f ? "ok" : "not ok", current.c_str());
   }
-  const int f = failures;
-  test_attention(b);
-  std::printf("%s %s\n", failures == f ? "ok" : "not ok", current.c_str());
+  for (const auto& test : {test_attention, test_attention_values}) {
+    const int f = failures;
+    test(b);
+    std::printf("%s %s\n", failures == f ? "ok" : "not ok", current.c_str());
+  }
   const int failed = failures - before;
   if (!required) failures = before;
   return failed;
