@@ -13,8 +13,18 @@ export function stateOf(engine: LlamaEngine, tokens: number, salt: string): Int3
 
 /** Milliseconds to score one question about `prefix`. */
 export async function timeOne(engine: LlamaEngine, prefix: Int32Array): Promise<number> {
+  return timeQuestions(engine, prefix, 1);
+}
+
+/**
+ * Milliseconds to score `n` different questions about `prefix` in one request: after timeOne on
+ * the same prefix, with a prefix cache, only the questions are decoded, each attending over the
+ * whole state (what a second request about a long document costs).
+ */
+export async function timeQuestions(engine: LlamaEngine, prefix: Int32Array, n: number): Promise<number> {
   const candidates = Int32Array.from(engine.tokenize(' Yes').slice(0, 1));
+  const branches = Array.from({ length: n }, (_, i) => ({ suffix: engine.tokenize(i === 0 ? QUESTION : `\nQuestion ${i}: is item ${i * 7} of the order mentioned?${QUESTION}`), candidates }));
   const started = performance.now();
-  await engine.score(prefix, [{ suffix: engine.tokenize(QUESTION), candidates }]);
+  await engine.score(prefix, branches);
   return performance.now() - started;
 }
