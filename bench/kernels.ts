@@ -37,7 +37,9 @@ for (const tokens of sizes) {
       row[`${kernels}CachedMs`].push(await timeQuestions(engines[kernels], state, QUESTIONS));
     }
   }
-  log(`${tokens} tokens: exact ${seconds(row.exactMs)} s, then ${seconds(row.exactCachedMs)} s; stock ${seconds(row.fastMs)} s, then ${seconds(row.fastCachedMs)} s`);
+  log(
+    `${tokens} tokens: exact ${seconds(row.exactMs)} s, then ${seconds(row.exactCachedMs)} s; stock ${seconds(row.fastMs)} s, then ${seconds(row.fastCachedMs)} s`,
+  );
   rows.push(row);
 }
 await engines.exact.close();

@@ -23,7 +23,10 @@ export async function timeOne(engine: LlamaEngine, prefix: Int32Array): Promise<
  */
 export async function timeQuestions(engine: LlamaEngine, prefix: Int32Array, n: number): Promise<number> {
   const candidates = Int32Array.from(engine.tokenize(' Yes').slice(0, 1));
-  const branches = Array.from({ length: n }, (_, i) => ({ suffix: engine.tokenize(i === 0 ? QUESTION : `\nQuestion ${i}: is item ${i * 7} of the order mentioned?${QUESTION}`), candidates }));
+  const branches = Array.from({ length: n }, (_, i) => ({
+    suffix: engine.tokenize(i === 0 ? QUESTION : `\nQuestion ${i}: is item ${i * 7} of the order mentioned?${QUESTION}`),
+    candidates,
+  }));
   const started = performance.now();
   await engine.score(prefix, branches);
   return performance.now() - started;

@@ -190,7 +190,7 @@ void test_product(const Backend& b, ggml_type type) {
 
 // ---- attention ----
 
-constexpr int64_t kD = 64;       // head size
+constexpr int64_t kD = 64;  // head size
 // Five query heads per KV head: the CPU's exact kernel takes a KV head's query heads together, in
 // blocks that shrink when the rows are too few for the threads, and five heads split unevenly.
 constexpr int64_t kHeads = 10;   // query heads
