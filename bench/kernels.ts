@@ -19,9 +19,10 @@ const log = (msg: string): void => void process.stdout.write(`[bench:kernels] ${
 const QUESTIONS = 16;
 // One lane as long as the longest state and its questions, so every size is a cold prefix in the
 // main lane; the cache keeps one state for its questions (each state has its own salt).
-const contextSize = Math.max(...sizes) + 2048;
+const longest = Math.max(...sizes);
+const contextSize = longest + 2048;
 const load = (kernels: 'exact' | 'fast') =>
-  LlamaEngine.load(model, { kernels, contextSize, longContextSize: 0, maxSequences: QUESTIONS + 2, prefixCacheTokens: Math.max(...sizes) });
+  LlamaEngine.load(model, { kernels, contextSize, longContextSize: 0, maxSequences: QUESTIONS + 2, prefixCacheTokens: longest });
 const engines = { exact: await load('exact'), fast: await load('fast') };
 
 /** A size's runs, in seconds. */

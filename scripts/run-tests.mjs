@@ -2,9 +2,9 @@
 // Runs the suite by tiers (scripts/lib/test-tiers.mjs). `npm test`: first, four at a time, the
 // files that load no model (the fast tier, and the PostgreSQL tests, which mostly wait); then two at
 // a time the files that do; one summary line for both at the end. `--fast` (`npm run test:fast`):
-// the fast tier alone, its store contracts on LMDB alone. `--container` or `--device`: that tier of its own alone, one file at a
-// time (what `npm run test:container` runs once its images are built, and `npm run test:device`).
-// `--list`: each file's tier and what it starts. Other arguments go to tap.
+// the fast tier alone, its store contracts on LMDB alone. `--container` or `--device`: that tier of
+// its own alone, one file at a time (what `npm run test:container` runs once its images are built,
+// and `npm run test:device`). `--list`: each file's tier and what it starts. Other arguments go to tap.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';

@@ -214,8 +214,24 @@ struct Query {
   int pos;
 };
 
-// Attention of `queries` over `cells` (positions from each cell), causal within each sequence and,
-// with a `window`, limited to its last `window` positions; the output rows of the queries of sequence 0.
+// Whether `query` sees `cell`: causal within its sequence and, with a `window`, limited to its last
+// `window` positions.
+bool sees(const Query& query, const Cell& cell, int window) {
+  return cell.seq == query.seq && cell.pos <= query.pos && (window == 0 || query.pos - cell.pos < window);
+}
+
+// The indices of sequence 0's queries (the probe's) in position order, wherever they sit in the batch.
+std::vector<size_t> probe_indices(const std::vector<Query>& queries) {
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    if (queries[i].seq == 0) rows.push_back(i);
+  }
+  std::sort(rows.begin(), rows.end(), [&queries](size_t a, size_t b) { return queries[a].pos < queries[b].pos; });
+  return rows;
+}
+
+// Attention of `queries` over `cells` (positions from each cell), each query seeing the cells that
+// `sees` says; the output rows of the queries of sequence 0.
 std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, const std::vector<Query>& queries, int window = 0) {
   const int64_t n_kv = static_cast<int64_t>(cells.size());
   const int64_t n_q = static_cast<int64_t>(queries.size());
@@ -240,8 +256,7 @@ std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, cons
     }
     for (int64_t c = 0; c < n_kv; ++c) {
       const Cell& cell = cells[static_cast<size_t>(c)];
-      const bool visible = cell.seq == qi.seq && cell.pos <= qi.pos && (window == 0 || qi.pos - cell.pos < window);
-      mask[static_cast<size_t>(i * n_kv + c)] = ggml_fp32_to_fp16(visible ? 0.0f : -INFINITY);
+      mask[static_cast<size_t>(i * n_kv + c)] = ggml_fp32_to_fp16(sees(qi, cell, window) ? 0.0f : -INFINITY);
     }
   }
   Graph g;
@@ -253,14 +268,10 @@ std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, cons
   ggml_tensor* out = ggml_flash_attn_ext(g.ctx(), tq, tk, tv, tm, 1.0f / std::sqrt(static_cast<float>(kD)), 0.0f, 0.0f);
   ggml_flash_attn_ext_set_kv_pos(out, tp);
   const std::vector<float> r = g.run(b, out);  // [kD, kHeads, n_q]
-  // Sequence 0's rows in position order, wherever they sat in the batch.
-  std::vector<int64_t> rows;
-  for (int64_t i = 0; i < n_q; ++i) {
-    if (queries[static_cast<size_t>(i)].seq == 0) rows.push_back(i);
-  }
-  std::sort(rows.begin(), rows.end(), [&queries](int64_t a, int64_t b) { return queries[static_cast<size_t>(a)].pos < queries[static_cast<size_t>(b)].pos; });
   std::vector<float> mine;
-  for (int64_t i : rows) mine.insert(mine.end(), r.begin() + i * kD * kHeads, r.begin() + (i + 1) * kD * kHeads);
+  const auto row = static_cast<std::ptrdiff_t>(kD * kHeads);
+  for (size_t i : probe_indices(queries))
+    mine.insert(mine.end(), r.begin() + static_cast<std::ptrdiff_t>(i) * row, r.begin() + static_cast<std::ptrdiff_t>(i + 1) * row);
   return mine;
 }
 
@@ -268,20 +279,16 @@ std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, cons
 // query head's softmax over the cells its row sees, of the KV head it reads (ggml's broadcast).
 std::vector<float> attention_reference(const std::vector<Cell>& cells, const std::vector<Query>& queries, int window = 0) {
   const auto f16 = [](float x) { return ggml_fp16_to_fp32(ggml_fp32_to_fp16(x)); };
-  std::vector<Query> rows;
-  for (const Query& q : queries) {
-    if (q.seq == 0) rows.push_back(q);
-  }
-  std::sort(rows.begin(), rows.end(), [](const Query& a, const Query& b) { return a.pos < b.pos; });
   std::vector<float> out;
-  for (const Query& qi : rows) {
+  for (size_t i : probe_indices(queries)) {
+    const Query& qi = queries[i];
     for (int64_t h = 0; h < kHeads; ++h) {
       const int64_t kv_head = h / (kHeads / kKvHeads);
       const std::vector<float> qv = vec_of(qi.seq, qi.pos, 100 + static_cast<int>(h), kD);
       std::vector<double> scores;
       std::vector<std::vector<float>> values;
       for (const Cell& cell : cells) {
-        if (cell.seq != qi.seq || cell.pos > qi.pos || (window != 0 && qi.pos - cell.pos >= window)) continue;
+        if (!sees(qi, cell, window)) continue;
         const std::vector<float> kv = vec_of(cell.seq, cell.pos, static_cast<int>(kv_head), 2 * kD);
         double dot = 0.0;
         for (int64_t d = 0; d < kD; ++d) dot += static_cast<double>(qv[static_cast<size_t>(d)]) * f16(kv[static_cast<size_t>(d)]);
