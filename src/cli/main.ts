@@ -2,13 +2,14 @@
 // The `arbitra` command: serve, and the operator's key commands. Operator mistakes (bad flag, port
 // in use, unusable data dir) end in one line on stderr and a non-zero exit, never a stack trace.
 import cluster from 'node:cluster';
-import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, modelFor, parseFlags } from '../config.js';
+import { ConfigError, ENV_ONLY_SETTINGS, SERVE_SETTINGS, loadConfig, modelFor, parseFlags, type Config } from '../config.js';
 import { StartupError, openConfiguredStore, prepareStore } from '../cluster/preflight.js';
 import { limitsLine } from '../limits/summary.js';
 import { isValidEmail } from '../api/auth.js';
 import type { Store } from '../store/index.js';
 import { modelsCommand, ModelsUsageError } from './models.js';
 import { calibrate, calibrateFlags, CalibrateError } from './calibrate.js';
+import { generateSecrets, judgeSecrets } from '../cluster/secrets.js';
 import fs from 'node:fs';
 
 const log = (line: string): void => {
@@ -46,6 +47,9 @@ Usage:
                                                 (HF_TOKEN, HF_ENDPOINT) or a URL: resumable, sha256
                                                 verified; serve --model takes the same and pulls it
   arbitra models rm NAME                        remove a pulled (or catalogue) model
+  arbitra secrets generate                      print fresh secrets for the env files (KEY=VALUE
+                                                lines); a placeholder or weak secret stops a server
+                                                that listens beyond loopback
   arbitra --help                                this text
 
 Key commands take --data-dir (or ARBITRA_DATA_DIR) or --store (or ARBITRA_STORE_URL) and are safe
@@ -67,6 +71,7 @@ async function serve(argv: string[]): Promise<void> {
   if (config.listen) throw new UsageError('--listen is an option of arbitra engine, not of serve');
   // Loaded on demand so the key commands never load the engine or the native HTTP module.
   if (cluster.isWorker) return (await import('../cluster/worker.js')).runWorker(config, log);
+  holdSecrets(config, 'serve');
   const running =
     config.workers === 0
       ? await (await import('../cluster/single.js')).runSingle(config, log)
@@ -79,7 +84,23 @@ async function engine(argv: string[]): Promise<void> {
   const config = loadConfig(argv, process.env);
   if (config.engines || config.gpus)
     throw new UsageError('arbitra engine serves one model copy: --engines and --gpus are options of serve (set CUDA_VISIBLE_DEVICES to pick the GPU)');
+  holdSecrets(config, 'engine');
   stopOnSignals(await (await import('../cluster/engine-node.js')).runEngineNode(config, log));
+}
+
+/** Stops a start whose secrets would be guessable beyond this machine; warns when only this machine can reach them. */
+function holdSecrets(config: Config, serving: 'serve' | 'engine'): void {
+  const { refused, warnings } = judgeSecrets(config, serving);
+  if (refused.length > 0) throw new ConfigError(refused.join('\narbitra: '));
+  for (const line of warnings) log(`arbitra: ${line}`);
+}
+
+function secrets(argv: string[]): void {
+  if (argv[0] !== 'generate' || argv.length > 1) throw new UsageError('usage: arbitra secrets generate');
+  const lines = generateSecrets().map(([name, value]) => `${name}=${value}`);
+  process.stdout.write(
+    `# Fresh secrets from arbitra secrets generate: copy each line into the env files that set it (deploy/README.md).\n${lines.join('\n')}\n`,
+  );
 }
 
 /** SIGTERM and Ctrl-C stop what runs, once; a failed stop exits non-zero. */
@@ -191,6 +212,7 @@ export async function main(argv: string[]): Promise<number> {
     else if (command === 'engine') await engine(rest);
     else if (command === 'keys') await keys(rest);
     else if (command === 'calibrate') await calibrateCommand(rest);
+    else if (command === 'secrets') secrets(rest);
     else if (command === 'models') await modelsCommand(rest, (text) => process.stdout.write(text), log);
     else throw new UsageError(`unknown command ${JSON.stringify(command)} (see arbitra --help)`);
     return 0;
