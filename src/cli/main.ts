@@ -95,8 +95,9 @@ function holdSecrets(config: Config, serving: 'serve' | 'engine'): void {
   for (const line of warnings) log(`arbitra: ${line}`);
 }
 
-function secrets(argv: string[]): void {
-  if (argv[0] !== 'generate' || argv.length > 1) throw new UsageError('usage: arbitra secrets generate');
+async function secrets(argv: string[]): Promise<void> {
+  const [action, ...rest] = argv;
+  if (!(action === 'generate' && rest.length === 0)) throw new UsageError('usage: arbitra secrets generate');
   const lines = generateSecrets().map(([name, value]) => `${name}=${value}`);
   process.stdout.write(
     `# Fresh secrets from arbitra secrets generate: copy each line into the env files that set it (deploy/README.md).\n${lines.join('\n')}\n`,
@@ -212,7 +213,7 @@ export async function main(argv: string[]): Promise<number> {
     else if (command === 'engine') await engine(rest);
     else if (command === 'keys') await keys(rest);
     else if (command === 'calibrate') await calibrateCommand(rest);
-    else if (command === 'secrets') secrets(rest);
+    else if (command === 'secrets') await secrets(rest);
     else if (command === 'models') await modelsCommand(rest, (text) => process.stdout.write(text), log);
     else throw new UsageError(`unknown command ${JSON.stringify(command)} (see arbitra --help)`);
     return 0;
