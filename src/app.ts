@@ -1,7 +1,8 @@
 // Assembly of every route of the service from its owners' modules. Nothing here decides anything;
 // each route module names the dependencies it needs and receives them from AppDeps.
 import { createGate, createIpLimiter, type IpLimiter } from './api/gate.js';
-import type { HttpImplementation, Route } from './api/route.js';
+import type { Route } from './api/route.js';
+import type { HttpFront } from './api/schemas/health.js';
 import { healthRoutes } from './api/routes/health.js';
 import { metricsRoutes } from './api/routes/metrics.js';
 import { createModelCatalog, modelsRoutes, type ModelCatalog } from './api/routes/models.js';
@@ -40,7 +41,7 @@ export interface AppDeps {
   /** Which calibration answers are served with (--calibration). */
   calibration: CalibrationMode;
   workers: number;
-  httpImplementation: () => HttpImplementation;
+  httpFront: () => HttpFront;
   metricsText: () => Promise<MetricsText>;
   startedAt: number;
   log: (line: string) => void;
@@ -52,7 +53,7 @@ export interface AppRuntime {
   store: Store;
   /** Worker processes of the whole service, for /health. */
   workers: number;
-  httpImplementation: () => HttpImplementation;
+  httpFront: () => HttpFront;
   metricsText: () => Promise<MetricsText>;
   log: (line: string) => void;
 }

@@ -63,7 +63,7 @@ export interface Config {
   modelAliases: Record<string, string>;
   /** Prompt tokens a state may take without the long-context header; null = all the engine holds. */
   contextTokens: number | null;
-  /** Transport preference: ARBITRA_HTTP=node forces node:http. */
+  /** The HTTP front (--http): node forces node:http; uws (the default) falls back to it where uWS cannot load. */
   http: HttpImplementation | undefined;
   engine: Partial<EngineOptions>;
   limits: LimitsConfig;
@@ -115,6 +115,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
     help: `catalogue model name, pulled model name, hf:ORG/REPO[:QUANT] or URL (pulled first when missing; see arbitra models list) or GGUF file path (default ${DEFAULT_MODEL.name}, fetched when missing)`,
   },
   { flag: '--workers', env: 'ARBITRA_WORKERS', help: 'HTTP worker processes; 0 = one process (default: CPU cores)' },
+  {
+    flag: '--http',
+    env: 'ARBITRA_HTTP',
+    help: 'HTTP front: "uws" (uWebSockets.js, a binary republished on npm that could not be matched to an upstream release: docs/security.md) or "node" (Node\'s own node:http, the same routes and limits) (default uws, node where uWS cannot load)',
+  },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
   {
     flag: '--shutdown-grace-seconds',
@@ -207,7 +212,6 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   { env: 'HF_TOKEN', help: 'Hugging Face token for gated repositories (models pull, --model hf:...)' },
   { env: 'HF_ENDPOINT', help: 'a Hugging Face mirror to pull from (default https://huggingface.co)' },
   { env: 'ARBITRA_MODEL_ALIASES', help: 'extra model aliases, e.g. "fast=default,eu-small=default"' },
-  { env: 'ARBITRA_HTTP', help: '"node" forces the node:http transport instead of uWebSockets.js' },
   { env: 'ARBITRA_SELF_TEST', help: 'off: skip the obvious-questions check after the model loads (default on)' },
   {
     env: 'ARBITRA_DETERMINISM_CHECK',
@@ -345,10 +349,6 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     throw new ConfigError((err as Error).message);
   }
 
-  const httpPref = env.ARBITRA_HTTP;
-  if (httpPref !== undefined && httpPref !== '' && httpPref !== 'node' && httpPref !== 'uws') {
-    throw new ConfigError(`ARBITRA_HTTP must be "uws" or "node", got ${JSON.stringify(httpPref)}`);
-  }
   const consoleToken = env.ARBITRA_CONSOLE_TOKEN;
   if (consoleToken !== undefined && consoleToken !== '' && consoleToken.length < 16) {
     throw new ConfigError('ARBITRA_CONSOLE_TOKEN must be at least 16 characters');
@@ -377,7 +377,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     shutdownGraceSeconds: int('--shutdown-grace-seconds', 0, 86_400) ?? DEFAULT_SHUTDOWN_GRACE_SECONDS,
     modelAliases: parseAliases(env.ARBITRA_MODEL_ALIASES),
     contextTokens: int('--context-tokens', 16, 1 << 24) ?? null,
-    http: (httpPref || undefined) as HttpImplementation | undefined,
+    http: choice('--http', ['uws', 'node'] as const),
     engine,
     limits,
     calibration,

@@ -1,5 +1,6 @@
 // The primary's HTTP workers: forked on the probed port, attached to every engine host, watched
 // through start-up, restarted with back-off once the server runs, and asked to finish on shutdown.
+import type { HttpImplementation } from '../api/route.js';
 import cluster, { type Worker } from 'node:cluster';
 import type { EngineHost } from '../engine/board.js';
 import { StartupError } from './preflight.js';
@@ -18,7 +19,7 @@ export interface HttpWorkers {
   /** Start-up is over: from now on a worker that dies is restarted, not a reason to give up. */
   markStarted(): void;
   /** The HTTP implementation the workers reported (uws or node). */
-  implementation(): string;
+  implementation(): HttpImplementation;
   /** The workers that can answer a message now. */
   connected(): Worker[];
   /** Stops restarting and asks every worker to finish its requests within `graceMs` (killing it a little after); settles when all have exited. */
@@ -31,7 +32,7 @@ export function httpWorkers(options: { count: number; port: number; hosts: Engin
   let stopping = false;
   let failures = 0;
   let started = false;
-  let implementation = '';
+  let implementation: HttpImplementation = 'node';
   let rejectStart: (err: Error) => void = () => {};
   let listeningCount = 0;
   let resolveListening: () => void = () => {};

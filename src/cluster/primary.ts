@@ -15,6 +15,7 @@ import { calibrationNotice } from '../decision/calibration-presets.js';
 import { LAYOUT_VERSION } from '../decision/prompt.js';
 import { runSelfTest } from './self-test.js';
 import { httpWorkers, type HttpWorkers } from './http-workers.js';
+import { describeFront, frontText } from '../http/front.js';
 
 export interface PrimaryHandle {
   port: number;
@@ -73,7 +74,17 @@ async function startUp(
 ): Promise<void> {
   const { hosts } = engines;
   const announce = (backend: string): void => {
-    log(startupLine({ host: config.host, port, model: modelId, backend, workers: config.workers, http: workers.implementation(), engines: hosts.length }));
+    log(
+      startupLine({
+        host: config.host,
+        port,
+        model: modelId,
+        backend,
+        workers: config.workers,
+        http: frontText(describeFront(workers.implementation())),
+        engines: hosts.length,
+      }),
+    );
     log(`store: ${storeName(config)}`);
   };
   if (!engines.local) {

@@ -5,6 +5,7 @@ import { storeOptions, type Config } from '../config.js';
 import { createLocalEngine, type LocalEngine } from '../engine/local.js';
 import { EngineError, type DeterminismReport, type EngineService } from '../engine/types.js';
 import { determinismReport } from '../engine/determinism-check.js';
+import { describeFront, frontText } from '../http/front.js';
 import { startHttpServer } from '../http/server.js';
 import { storeMetrics } from '../metrics/store.js';
 import { timedStore } from '../store/timed.js';
@@ -51,7 +52,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
     scoreText: async (request, signal) => ready().scoreText(request, signal),
   };
 
-  let implementation: 'uws' | 'node' = 'node';
+  let front = describeFront('node');
   // One process holds the engine here, so a wedged one cannot be restarted beside the server: it
   // is reported (/health 503), and a service manager that restarts on a failed health check heals it.
   const engineStatus = (): EngineStatus => (status === 'ready' && local?.stats().wedged ? 'wedged' : status);
@@ -60,12 +61,12 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
     engines: () => [{ engine: 0, device: null, status: engineStatus(), determinism }],
     store,
     workers: 0,
-    httpImplementation: () => implementation,
+    httpFront: () => front,
     metricsText: localMetricsText,
     log,
   });
   const server = await startHttpServer({ host: config.host, port, handler: createApp(deps), prefer: config.http, log });
-  implementation = server.implementation;
+  front = describeFront(server.implementation);
 
   let info;
   try {
@@ -76,7 +77,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
     throw err;
   }
   const purge = startPurgeScheduler(config.store, config.limits.purgeIntervalSeconds * 1000, { storeOptions: storeOptions(config), log });
-  log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: implementation }));
+  log(startupLine({ host: config.host, port: server.port, model: deps.models.id, backend: info.backend, workers: 0, http: frontText(front) }));
   log(`store: ${storeName(config)}`);
   const calibration = calibrationNotice(config.calibration, info.sha256, LAYOUT_VERSION);
   if (calibration) log(calibration);

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { connectEngine } from '../engine/client.js';
 import { engineClientOptions } from './engines.js';
 import { openConfiguredStore } from './preflight.js';
+import { describeFront } from '../http/front.js';
 import { startHttpServer } from '../http/server.js';
 import { storeMetrics } from '../metrics/store.js';
 import { timedStore } from '../store/timed.js';
@@ -18,18 +19,18 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
     const port = Number(process.env[CLUSTER_PORT_ENV] ?? config.port);
     const engine = connectEngine(engineClientOptions(config), log);
     const store = timedStore(await openConfiguredStore(config), storeMetrics());
-    let implementation: 'uws' | 'node' = 'node';
+    let front = describeFront('node');
     const deps = createAppDeps(config, {
       engine,
       engines: () => engine.engines(),
       store,
       workers: config.workers,
-      httpImplementation: () => implementation,
+      httpFront: () => front,
       metricsText: workerMetrics(),
       log,
     });
     const server = await startHttpServer({ host: config.host, port, handler: createApp(deps), prefer: config.http, log });
-    implementation = server.implementation;
+    front = describeFront(server.implementation);
     process.on('message', (msg: ClusterMessage) => {
       if (msg?.ch !== CLUSTER_CH || msg.type !== 'shutdown') return;
       void server
@@ -40,7 +41,7 @@ export async function runWorker(config: Config, log: (line: string) => void): Pr
     // The primary decides when to stop; a terminal's Ctrl-C reaches the whole group at once.
     process.on('SIGINT', () => {});
     process.on('SIGTERM', () => {});
-    send({ ch: CLUSTER_CH, type: 'listening', http: implementation, port: server.port });
+    send({ ch: CLUSTER_CH, type: 'listening', http: server.implementation, port: server.port });
   } catch (err) {
     send({ ch: CLUSTER_CH, type: 'fatal', message: (err as Error).message.split('\n')[0]! });
     process.exitCode = 1;

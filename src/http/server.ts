@@ -1,5 +1,5 @@
 // Picks the transport: uWebSockets.js when its native build loads, node:http otherwise
-// (or when ARBITRA_HTTP=node asks for it). Both serve the same HttpApp.
+// (or when --http node asks for it). Both serve the same HttpApp.
 import { startNodeServer } from './node-server.js';
 import { loadUws, startUwsServer } from './uws-server.js';
 import type { HttpImplementation } from '../api/route.js';
@@ -9,7 +9,7 @@ export interface StartHttpServerOptions {
   host: string;
   port: number;
   handler: HttpApp;
-  /** Preferred transport; defaults to ARBITRA_HTTP or 'uws'. */
+  /** Preferred transport (--http); defaults to 'uws'. */
   prefer?: HttpImplementation;
   /** Told why uWS was not used when it was preferred but could not load. */
   log?: (line: string) => void;
@@ -17,8 +17,7 @@ export interface StartHttpServerOptions {
 
 /** The transport a start would use, without starting it. */
 export function chooseImplementation(prefer?: HttpImplementation, log?: (line: string) => void): HttpImplementation {
-  const wanted = prefer ?? (process.env.ARBITRA_HTTP === 'node' ? 'node' : 'uws');
-  if (wanted === 'node') return 'node';
+  if (prefer === 'node') return 'node';
   try {
     loadUws();
     return 'uws';

@@ -2,6 +2,7 @@
 // response objects that die on abort, so everything needed later is copied out first and every
 // late write is corked and guarded by the aborted flag.
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { STATUS_CODES } from 'node:http';
 import type * as UWS from 'uwebsockets';
 import type { WireResponse } from '../api/route.js';
@@ -10,6 +11,17 @@ import { DEFAULT_SHUTDOWN_GRACE_SECONDS, type HttpApp, type RunningServer } from
 type UwsModule = typeof UWS;
 
 let cached: UwsModule | null = null;
+
+/**
+ * The package's version and the binary it loads on this platform and Node ABI, named as the
+ * package's own loader (uws.js) names it.
+ */
+export function uwsBinary(): { version: string; file: string } {
+  const require = createRequire(import.meta.url);
+  const dir = path.dirname(require.resolve('uwebsockets/package.json'));
+  const { version } = require('uwebsockets/package.json') as { version: string };
+  return { version, file: path.join(dir, `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`) };
+}
 
 /** Loads the native module; throws when this platform or Node ABI has no build. */
 export function loadUws(): UwsModule {

@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { EngineError, type EngineService } from '../../src/engine/types.js';
 import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
+import { describeFront } from '../../src/http/front.js';
 
 const dir = t.testdir();
 const store = await openStore(dir);
@@ -24,7 +25,7 @@ const routes = apiRoutes(
     engines: () => [{ engine: 0, device: null, status: 'loading', determinism: null }],
     store,
     workers: 1,
-    httpImplementation: () => 'node',
+    httpFront: () => describeFront('node'),
     metricsText: localMetricsText,
     log: () => {},
   }),

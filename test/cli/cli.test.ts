@@ -214,7 +214,7 @@ for (const workers of ['0', '2']) {
       t.match(
         line,
         new RegExp(
-          `^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model ${modelName.replaceAll('.', '\\.')}, backend (cpu|cuda), ${expectWorkers}, http uws\\)$`,
+          `^arbitra listening on http://127\\.0\\.0\\.1:\\d+ \\(model ${modelName.replaceAll('.', '\\.')}, backend (cpu|cuda), ${expectWorkers}, http uws \\(uwebsockets@3\\.0\\.6, binary sha256 [0-9a-f]{8}…[0-9a-f]{4}\\)\\)$`,
         ),
       );
       const base = /http:\/\/\S+/.exec(line)![0];
@@ -223,7 +223,13 @@ for (const workers of ['0', '2']) {
         const res = await fetch(`${base}/health`, { headers: { connection: 'close' } });
         t.equal(res.status, 200);
         const body = await res.json();
-        t.match(body, { status: 'ok', workers: Number(workers), http: 'uws', model: { loaded: true } });
+        t.match(body, {
+          status: 'ok',
+          workers: Number(workers),
+          http: 'uws',
+          http_front: { implementation: 'uws', package: 'uwebsockets@3.0.6', binary_sha256: /^[0-9a-f]{64}$/ },
+          model: { loaded: true },
+        });
         pids.add(body.pid);
       }
       if (workers === '2') {

@@ -14,6 +14,7 @@ import { createLocalEngine } from '../../src/engine/local.js';
 import type { EngineStatus } from '../../src/engine/ipc.js';
 import { TEST_MODEL } from '../helpers/models.js';
 import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
+import { describeFront } from '../../src/http/front.js';
 
 async function serve(t: Test, engine: EngineService, status: () => EngineStatus) {
   const dir = t.testdir();
@@ -24,7 +25,7 @@ async function serve(t: Test, engine: EngineService, status: () => EngineStatus)
     engines: () => [{ engine: 0, device: null, status: status(), determinism: null }],
     store,
     workers: 3,
-    httpImplementation: () => 'uws',
+    httpFront: () => describeFront('uws'),
     metricsText: localMetricsText,
     log: () => {},
   });

@@ -17,6 +17,7 @@ import { startHttpServer } from '../../src/http/server.js';
 import { ACCEPTED_CODINGS, type HttpImplementation, type Route } from '../../src/api/route.js';
 import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
+import { describeFront } from '../../src/http/front.js';
 
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'encoding');
 const fixture = (name: string): Buffer => fs.readFileSync(path.join(dir, name));
@@ -267,7 +268,7 @@ async function serveApp(t: Test, impl: HttpImplementation): Promise<string> {
     engines: () => [{ engine: 0, device: null, status: 'loading', determinism: null }],
     store,
     workers: 1,
-    httpImplementation: () => impl,
+    httpFront: () => describeFront(impl),
     metricsText: localMetricsText,
     log: () => {},
   });

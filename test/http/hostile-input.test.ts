@@ -13,6 +13,7 @@ import type { HttpImplementation } from '../../src/api/route.js';
 import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
 import { CHAT_MODEL } from '../helpers/models.js';
+import { describeFront } from '../../src/http/front.js';
 
 const CONSOLE_TOKEN = 'hostile-input-console-token';
 const MAX_KEYS = 3;
@@ -39,7 +40,7 @@ async function serve(t: Test, impl: HttpImplementation) {
     engines: () => [{ engine: 0, device: null, status: 'ready', determinism: null }],
     store,
     workers: 1,
-    httpImplementation: () => impl,
+    httpFront: () => describeFront(impl),
     metricsText: localMetricsText,
     log: () => {},
   });

@@ -9,8 +9,8 @@
 // with Retry-After; the node takes traffic back by itself once the store answers again.
 import { API_VERSION } from '../render.js';
 import { serviceStatus, type EngineState } from '../../engine/ipc.js';
-import type { HttpImplementation, Route } from '../route.js';
-import { HealthResponse } from '../schemas/health.js';
+import type { Route } from '../route.js';
+import { HealthResponse, type HttpFront } from '../schemas/health.js';
 import type { Store } from '../../store/types.js';
 
 /** How long one answer of the store's ping is reused, so a flood of /health costs the database little. */
@@ -23,7 +23,7 @@ export interface HealthRouteDeps {
   engines: () => EngineState[];
   store: Pick<Store, 'ping'>;
   workers: number;
-  httpImplementation: () => HttpImplementation;
+  httpFront: () => HttpFront;
   /** Date.now() at process start. */
   startedAt: number;
 }
@@ -88,7 +88,8 @@ export function healthRoutes(deps: HealthRouteDeps): Route[] {
             model: { id: deps.modelId, loaded: engine === 'ready' },
             workers: deps.workers,
             uptime_s: Math.floor((Date.now() - deps.startedAt) / 1000),
-            http: deps.httpImplementation(),
+            http: deps.httpFront().implementation,
+            http_front: deps.httpFront(),
             pid: process.pid,
             store: { status: store ? 'ok' : 'unreachable' },
             engines: engines.map(engineHealth),

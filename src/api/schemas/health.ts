@@ -1,6 +1,16 @@
 // GET /health's answer, which the browser console reads too.
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { ALSO_STATUSES } from './common.js';
+
+/** The HTTP front that serves, and where its code came from (docs/security.md records what is known of it). */
+export const HttpFront = Type.Object({
+  implementation: Type.Union([Type.Literal('uws'), Type.Literal('node')]),
+  package: Type.String({ description: 'the package and version of the code that parses HTTP: uwebsockets@3.0.6, or node:http@<Node version>' }),
+  binary_sha256: Type.Union([Type.String(), Type.Null()], {
+    description: "SHA-256 of the native binary loaded for uWS, to compare with docs/security.md's record; null for node:http, which is Node's own",
+  }),
+});
+export type HttpFront = Static<typeof HttpFront>;
 
 export const HealthResponse = Type.Object(
   {
@@ -10,6 +20,7 @@ export const HealthResponse = Type.Object(
     workers: Type.Integer({ description: 'HTTP worker processes (0: a single process serves everything)' }),
     uptime_s: Type.Integer(),
     http: Type.Union([Type.Literal('uws'), Type.Literal('node')]),
+    http_front: HttpFront,
     pid: Type.Integer(),
     store: Type.Object({
       status: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')], {
