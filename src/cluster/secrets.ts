@@ -3,7 +3,7 @@
 // to the engines. Beyond loopback such a secret stops the start; on loopback, where only this machine
 // can try it, it is a loud warning, so a developer's first `npm start` still serves.
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
+import { isLoopback } from '../loopback.js';
 import { randomBase62 } from '../store/secret.js';
 import type { Config } from '../config.js';
 
@@ -54,15 +54,6 @@ export function weakness(value: string): string | null {
   const bits = estimatedBits(value);
   if (bits < STRENGTH_FLOOR_BITS) return `it is worth about ${Math.floor(bits)} bits against a floor of ${STRENGTH_FLOOR_BITS}`;
   return null;
-}
-
-/** 127.0.0.0/8, ::1, an IPv4-mapped loopback or the name localhost: reachable from this machine only. */
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost' || h.endsWith('.localhost')) return true;
-  const v4 = h.startsWith('::ffff:') ? h.slice(7) : h;
-  if (net.isIPv4(v4)) return v4.startsWith('127.');
-  return net.isIPv6(h) && (h === '::1' || /^0*:(0*:){0,6}0*1$/.test(h));
 }
 
 /** The host part of a tcp://, tls:// or postgres:// address. */

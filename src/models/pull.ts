@@ -6,6 +6,7 @@ import path from 'node:path';
 import { findEntry } from './catalogue.js';
 import { isVerified } from './checksum.js';
 import { downloadFile } from './download.js';
+import { isLoopback } from '../loopback.js';
 import { authHeaders, hubEndpoint, resolveHubRef, type HubPlan, type RemoteFile } from './hub.js';
 import { withLock } from './lock.js';
 import type { ProgressSink } from './progress.js';
@@ -47,7 +48,21 @@ function urlPlan(url: string): HubPlan {
   return { repo: '', revision: '', files };
 }
 
+/**
+ * Plain http:// beyond this machine is refused unless a digest is pinned: whoever is on the way can
+ * change the bytes and any digest the source states with them. A mirror on loopback is this machine's.
+ */
+function refuseUnauthenticated(ref: ModelRef, env: NodeJS.ProcessEnv, pinned: string | undefined): void {
+  const source = new URL(ref.kind === 'hf' ? hubEndpoint(env) : ref.url);
+  if (source.protocol !== 'http:' || isLoopback(source.hostname) || pinned !== undefined) return;
+  const what = ref.kind === 'hf' ? `the hub at ${source.origin} (HF_ENDPOINT)` : ref.url;
+  throw new PullError(
+    `${what} is plain http://: its bytes, and any digest it states, can be changed on the way; pull over https:// or pin the file with --sha256`,
+  );
+}
+
 async function planOf(ref: ModelRef, env: NodeJS.ProcessEnv, pinned: string | undefined): Promise<HubPlan> {
+  refuseUnauthenticated(ref, env, pinned);
   const plan = ref.kind === 'hf' ? await resolveHubRef(ref, env) : urlPlan(ref.url);
   if (pinned === undefined) return plan;
   if (!/^[0-9a-f]{64}$/i.test(pinned)) throw new PullError(`--sha256 must be 64 hex digits, got ${JSON.stringify(pinned)}`);

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
-import { estimatedBits, generateSecrets, isLoopback, judgeSecrets, STRENGTH_FLOOR_BITS, weakness } from '../../src/cluster/secrets.js';
+import { estimatedBits, generateSecrets, judgeSecrets, STRENGTH_FLOOR_BITS, weakness } from '../../src/cluster/secrets.js';
+import { isLoopback } from '../../src/loopback.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 

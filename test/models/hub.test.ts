@@ -247,6 +247,17 @@ t.test('a URL: the hub headers on its redirect are checked, a pinned sha256 wins
   await t.rejects(pullModel(ref(`${hub.url}/plain/org/url/u-Q4_K_M.gguf?x=1`), { ...opts, name: 'pinned' }), /a model named pinned is already pulled from/);
 });
 
+t.test('plain http:// beyond this machine is refused before any byte, unless a digest is pinned', async (t) => {
+  const { dir, opts } = setup(t, {});
+  const refused = /is plain http:\/\/: its bytes, and any digest it states, can be changed on the way; pull over https:\/\/ or pin the file with --sha256/;
+  await t.rejects(pullModel(ref('http://models.example.org/org/u-Q4_K_M.gguf'), opts), refused);
+  await t.rejects(pullModel(ref('hf:org/url'), { ...opts, env: { HF_ENDPOINT: 'http://mirror.example.org' } }), refused, 'a mirror over http too');
+  t.same(listPulled(dir).records, []);
+  // Pinned, it goes on to the network, which this machine does not have: any refusal but that one.
+  const pinned = await pullModel(ref('http://models.example.org/org/u-Q4_K_M.gguf'), { ...opts, sha256: '00'.repeat(32), retries: 0 }).catch((e: Error) => e);
+  t.notMatch((pinned as Error).message, /plain http/);
+});
+
 t.test('a full disk is a clear error and leaves nothing half-written', async (t) => {
   const { dir, opts } = setup(t, { 'org/full': { files: { 'f-Q4_K_M.gguf': { data: q4 } } } });
   // The partial file is a link to /dev/full: every write to it fails with the kernel's ENOSPC.
