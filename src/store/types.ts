@@ -133,7 +133,11 @@ export interface WaitlistEntry {
 }
 
 export interface WaitlistStore {
-  upsert(entry: { email: string; company: string | null; use_case: string; consent: boolean }): Promise<WaitlistEntry>;
+  /**
+   * Adds a sign-up for an email not on the list yet and returns the entry kept: the first sign-up
+   * of an email stands, since an anonymous caller who names someone else's email must not change it.
+   */
+  add(entry: { email: string; company: string | null; use_case: string; consent: boolean }): Promise<WaitlistEntry>;
   get(email: string): Promise<WaitlistEntry | null>;
   count(): Promise<number>;
 }

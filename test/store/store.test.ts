@@ -108,13 +108,19 @@ for (const backend of await backendsFor(t)) {
       t.notOk(store.retention.pseudonym('key_a').includes('key_a'));
     });
 
-    t.test('waitlist upserts by email; traces keyed per request and question', async (t) => {
+    t.test('waitlist: the first sign-up of an email stands', async (t) => {
       const store = await open(await fresh());
       t.teardown(() => store.close());
-      await store.waitlist.upsert({ email: 'W@x.io', company: null, use_case: 'first use case', consent: true });
-      await store.waitlist.upsert({ email: 'w@x.io', company: 'Acme', use_case: 'second use case', consent: true });
+      const first = await store.waitlist.add({ email: 'W@x.io', company: null, use_case: 'first use case', consent: true });
+      const second = await store.waitlist.add({ email: 'w@x.io', company: 'Acme', use_case: 'second use case', consent: false });
+      t.same(second, first, 'a second sign-up answers with the entry kept');
       t.equal(await store.waitlist.count(), 1);
-      t.equal((await store.waitlist.get('w@x.io'))?.company, 'Acme');
+      t.match(await store.waitlist.get('w@x.io'), { email: 'w@x.io', company: null, use_case: 'first use case', consent: true, updated_at: first.updated_at });
+    });
+
+    t.test('traces keyed per request and question', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
       const base = { key_id: 'k', observed_at: null, metadata: null, received_at: new Date().toISOString() };
       await store.traces.putMany([
         { ...base, request_id: 'r1', question: 'q', outcome: 'A' },
