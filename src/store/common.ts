@@ -40,10 +40,13 @@ export function keyName(name: string | undefined): string {
 export const DEFAULT_MAX_KEYS_PER_USER = 100;
 
 /**
- * The idempotency cache's lifetime and size when the store is opened without them; the limits
- * configuration (ARBITRA_IDEMPOTENCY_TTL_SECONDS, ARBITRA_IDEMPOTENCY_MAX) starts from these too.
+ * The idempotency cache's lifetime and sizes when the store is opened without them; the limits
+ * configuration (ARBITRA_IDEMPOTENCY_TTL_SECONDS, ARBITRA_IDEMPOTENCY_MAX, ARBITRA_IDEMPOTENCY_MAX_TOTAL)
+ * starts from these too. `max` is per API key. `maxTotal` is 32 keys at their full cap, so no one
+ * key comes near it, and past it only the oldest entries of all go; at a decision response's usual
+ * 1 to 4 KB it bounds the cache at a few hundred MB.
  */
-export const IDEMPOTENCY_DEFAULTS = { ttlSeconds: 86400, max: 2048 } as const;
+export const IDEMPOTENCY_DEFAULTS = { ttlSeconds: 86400, max: 2048, maxTotal: 65536 } as const;
 
 /** A create refused because the user already holds `limit` active keys. */
 export class KeyLimitError extends Error {

@@ -31,6 +31,7 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
   const idempotency = createIdempotencyStore(env, {
     ttlSeconds: idempotencyTtlSeconds,
     max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max,
+    maxTotal: opts.idempotencyMaxTotal ?? IDEMPOTENCY_DEFAULTS.maxTotal,
   });
   const retention = createRetentionStore(env, hash);
   const verificationTokens = createVerificationTokenStore(env, hash);

@@ -47,7 +47,12 @@ export interface KeyStore {
 export type IdempotencyLookup = { status: 'miss' } | { status: 'hit'; response: Buffer; responseStatus: number } | { status: 'conflict' };
 
 export interface IdempotencyStore {
-  /** bodyHash is the sha256 of the canonical JSON body. Entries are scoped per API key. */
+  /**
+   * bodyHash is the sha256 of the canonical JSON body. Entries are scoped per API key: a key keeps
+   * at most idempotencyMax of them (its own oldest evicted first), and all keys together at most
+   * idempotencyMaxTotal (the oldest of any key evicted first, only past that), exactly under
+   * concurrent writers.
+   */
   lookup(keyId: string, idempotencyKey: string, bodyHash: string): Promise<IdempotencyLookup>;
   save(keyId: string, idempotencyKey: string, bodyHash: string, responseStatus: number, response: Buffer): Promise<void>;
 }
@@ -210,8 +215,10 @@ export interface StoreOptions {
   keySecret?: string;
   /** ARBITRA_IDEMPOTENCY_TTL_SECONDS, default 86400. */
   idempotencyTtlSeconds?: number;
-  /** ARBITRA_IDEMPOTENCY_MAX, default 2048. */
+  /** Entries per API key (ARBITRA_IDEMPOTENCY_MAX), default 2048. */
   idempotencyMax?: number;
+  /** Entries of all keys together (ARBITRA_IDEMPOTENCY_MAX_TOTAL), default IDEMPOTENCY_DEFAULTS.maxTotal. */
+  idempotencyMaxTotal?: number;
   /** Active API keys per user (ARBITRA_MAX_KEYS_PER_USER), default DEFAULT_MAX_KEYS_PER_USER. */
   maxKeysPerUser?: number;
   /**

@@ -153,6 +153,36 @@ for (const backend of await backendsFor(t)) {
       t.same(seen, records.map((r) => `${r.key_id}/${r.request_id}`).sort(), 'in key order');
     });
 
+    t.test('idempotency: a key evicts only its own oldest; all keys together evict the oldest past the total', async (t) => {
+      const store = await open(await fresh(), { idempotencyMax: 3, idempotencyMaxTotal: 7 });
+      t.teardown(() => store.close());
+      const save = (key: string, idem: string) => store.idempotency.save(key, idem, 'h', 200, Buffer.from(idem));
+      const has = async (key: string, idem: string) => (await store.idempotency.lookup(key, idem, 'h')).status === 'hit';
+      await save('victim', 'v1');
+      await save('victim', 'v2');
+      for (let i = 0; i < 50; i++) await save('flood', `f${i}`);
+      t.ok((await has('victim', 'v1')) && (await has('victim', 'v2')), "another key's flood evicts none of the victim's entries");
+      t.same(await Promise.all(['f46', 'f47', 'f48', 'f49'].map((k) => has('flood', k))), [false, true, true, true], 'the flooding key keeps its newest 3');
+      await save('victim', 'v2');
+      t.ok(await has('victim', 'v2'), 'saving an entry again replaces it, not counted twice');
+      await save('c', 'c1');
+      await save('d', 'd1');
+      t.ok(await has('victim', 'v1'), 'at the total (7), nothing of another key evicted yet');
+      await save('e', 'e1');
+      t.notOk(await has('victim', 'v1'), 'past the total, the oldest entry of all goes');
+      t.ok((await has('flood', 'f47')) && (await has('e', 'e1')));
+    });
+
+    t.test('idempotency: the per-key cap is exact under concurrent saves', async (t) => {
+      const store = await open(await fresh(), { idempotencyMax: 5 });
+      t.teardown(() => store.close());
+      await store.idempotency.save('other', 'o', 'h', 200, Buffer.from('o'));
+      await Promise.all(Array.from({ length: 40 }, (_, i) => store.idempotency.save('k', `i${i}`, 'h', 200, Buffer.from(String(i)))));
+      const hits = await Promise.all(Array.from({ length: 40 }, (_, i) => store.idempotency.lookup('k', `i${i}`, 'h')));
+      t.equal(hits.filter((h) => h.status === 'hit').length, 5);
+      t.equal((await store.idempotency.lookup('other', 'o', 'h')).status, 'hit');
+    });
+
     t.test('calibrations: versions count up per model and layout; the newest is served', async (t) => {
       const store = await open(await fresh());
       t.teardown(() => store.close());

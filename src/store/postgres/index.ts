@@ -59,7 +59,11 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
     const hash = makeHasher(Buffer.from(opts.keySecret, 'utf8'));
     await checkSecret(pool, hash);
     const idempotencyTtlSeconds = opts.idempotencyTtlSeconds ?? IDEMPOTENCY_DEFAULTS.ttlSeconds;
-    const idempotency = createIdempotencyStore(pool, { ttlSeconds: idempotencyTtlSeconds, max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max });
+    const idempotency = createIdempotencyStore(pool, {
+      ttlSeconds: idempotencyTtlSeconds,
+      max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max,
+      maxTotal: opts.idempotencyMaxTotal ?? IDEMPOTENCY_DEFAULTS.maxTotal,
+    });
     const retention = createRetentionStore(pool, hash);
     const verificationTokens = createVerificationTokenStore(pool, hash);
     const counters = createCounterStore(pool, log, opts.slotLeaseSeconds === undefined ? undefined : opts.slotLeaseSeconds * 1000);
@@ -84,8 +88,9 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
             const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0 };
             if (rows[0]!.ok) {
               result.retained = await retention.purgeExpired(client, nowMs);
-              result.idempotency = await idempotency.purgeBefore(client, nowMs - idempotencyTtlSeconds * 1000);
               result.verificationTokens = await verificationTokens.purgeExpired(client, nowMs);
+              // Last: it takes the lock every idempotency save takes, held until this commits.
+              result.idempotency = await idempotency.purgeBefore(client, nowMs - idempotencyTtlSeconds * 1000);
             }
             return result;
           }),

@@ -70,6 +70,7 @@ if (server) {
         'calibrations',
         'cluster_settings',
         'idempotency',
+        'idempotency_total',
         'in_flight',
         'ip_windows',
         'rate_windows',
