@@ -224,6 +224,8 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
     env: 'ARBITRA_IDEMPOTENCY_MAX_TOTAL',
     help: 'idempotency entries kept for all keys together, the oldest of any evicted past it; at least ARBITRA_IDEMPOTENCY_MAX (default 65536)',
   },
+  { env: 'ARBITRA_TRACES_MAX', help: 'traces one key may keep at once; past it POST /v1/traces answers 429 quota_exceeded (default 100000)' },
+  { env: 'ARBITRA_TRACES_MAX_BYTES', help: 'bytes of traces (as JSON) one key may keep at once (default 67108864, 64 MiB)' },
   { env: 'ARBITRA_FAULT_ENGINE_STALL', help: "tests only: the engine's scheduler stops after this many decodes, to show a wedge healing (default unset)" },
 ];
 

@@ -42,6 +42,10 @@ export interface LimitsConfig {
    * evicts another's.
    */
   idempotencyMaxTotal: number;
+  /** Traces one API key may keep at once (ARBITRA_TRACES_MAX, default 100000); past it 429 quota_exceeded. */
+  tracesMax: number;
+  /** Bytes of traces (as JSON) one API key may keep at once (ARBITRA_TRACES_MAX_BYTES, default 64 MiB). */
+  tracesMaxBytes: number;
   /** Questions one decision request may ask (ARBITRA_MAX_QUESTIONS, default 100); 0 means no cap. */
   maxQuestions: number;
   /** Scored branches (questions × passes) one decision request may need (ARBITRA_MAX_BRANCHES, default 800); 0 means no cap. */
@@ -102,6 +106,11 @@ export const LIMITS_DEFAULTS: Readonly<LimitsConfig> = Object.freeze({
   idempotencyTtlSeconds: IDEMPOTENCY_DEFAULTS.ttlSeconds,
   idempotencyMax: IDEMPOTENCY_DEFAULTS.max,
   idempotencyMaxTotal: IDEMPOTENCY_DEFAULTS.maxTotal,
+  // Traces are kept only while their decision is retained (30 days by default): 100,000 is a
+  // decision with a few questions every minute of that, and at the usual 200 to 600 bytes a trace
+  // fits in 64 MiB; a trace's metadata may take 16 KiB, so the bytes are bounded on their own.
+  tracesMax: 100_000,
+  tracesMaxBytes: 64 * 1024 * 1024,
   // Every request the interface allows in practice fits: 100 questions of up to 8 passes each, and
   // a 255-option choice is one question. One request beyond that would hold the engine for minutes
   // on CPU; the scheduler shares batches fairly, but the work still has to be done.
@@ -188,6 +197,8 @@ export function loadLimitsConfig(env: NodeJS.ProcessEnv, preset: LimitsPreset = 
     idempotencyTtlSeconds: readInt(env, 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', d.idempotencyTtlSeconds, 1),
     idempotencyMax,
     idempotencyMaxTotal: readInt(env, 'ARBITRA_IDEMPOTENCY_MAX_TOTAL', Math.max(d.idempotencyMaxTotal, idempotencyMax), idempotencyMax),
+    tracesMax: readInt(env, 'ARBITRA_TRACES_MAX', d.tracesMax, 1),
+    tracesMaxBytes: readInt(env, 'ARBITRA_TRACES_MAX_BYTES', d.tracesMaxBytes, 1),
     maxQuestions: readInt(env, 'ARBITRA_MAX_QUESTIONS', d.maxQuestions, 0),
     maxBranches: readInt(env, 'ARBITRA_MAX_BRANCHES', d.maxBranches, 0),
     requestDeadlineSeconds: readInt(env, 'ARBITRA_REQUEST_DEADLINE_SECONDS', d.requestDeadlineSeconds, 0),

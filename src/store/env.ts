@@ -27,6 +27,8 @@ export const DB_NAMES = [
   'balances', // user_id -> balance in micro-EUR (integer)
   'waitlist', // email -> WaitlistEntry
   'traces', // [key_id, request_id, question] -> TraceRecord
+  'trace_expiry', // [expires_ms, key_id, request_id, question] -> true (purge order)
+  'trace_usage', // key_id -> { traces, bytes } the key holds (its quota's count)
   'verification_tokens', // hmac(token) hex -> VerificationTokenRecord
   'calibrations', // [model_sha256, layout, n] -> CalibrationRecord
 ] as const;

@@ -74,6 +74,11 @@ export interface RetentionStore {
   /** true when a record of this key was removed; false when none (or another key's). */
   delete(keyId: string, id: string): Promise<boolean>;
   /**
+   * The retention_until of each of these ids that is a record of this key; an id retained by another
+   * key, or by none, is absent. One round trip for a whole batch of traces.
+   */
+  retainedUntil(keyId: string, ids: readonly string[]): Promise<Map<string, string>>;
+  /**
    * A stable pseudonym for the key, the same on every call, worker and node. Synchronous: it is an
    * HMAC under the server secret, with no state behind it.
    */
@@ -159,11 +164,31 @@ export interface TraceRecord {
   observed_at: string | null;
   metadata: Record<string, unknown> | null;
   received_at: string;
+  /**
+   * When the purge removes it: the retention_until of the decision it is about, since calibration
+   * joins a trace with that retained decision and has no use for it once the decision is gone.
+   */
+  expires_at: string;
 }
 
+/** What one key's traces may hold at once (ARBITRA_TRACES_MAX, ARBITRA_TRACES_MAX_BYTES). */
+export interface TraceQuota {
+  traces: number;
+  /** Counted as each record's JSON (traceBytes), the same on every backend. */
+  bytes: number;
+}
+
+export type TracePutResult = { ok: true } | { ok: false; used: TraceQuota; after: TraceQuota };
+
 export interface TraceStore {
-  /** Stores all records in one transaction, durable on return. */
-  putMany(records: TraceRecord[]): Promise<void>;
+  /**
+   * Stores one key's records in one transaction, durable on return, when the key's traces stay
+   * within the quota afterwards; otherwise stores none and says what the key holds and what it
+   * would have held. A record for a (request_id, question) the key already has replaces it and
+   * counts only its growth; of records repeating one within the call, the last is kept. Exact under
+   * concurrent writers.
+   */
+  putMany(keyId: string, records: Omit<TraceRecord, 'key_id'>[], quota: TraceQuota): Promise<TracePutResult>;
   list(keyId: string, opts?: { requestId?: string; limit?: number }): Promise<TraceRecord[]>;
   /** Every trace of every key, in key order (for `arbitra calibrate`). */
   all(): AsyncIterable<TraceRecord>;
@@ -237,6 +262,7 @@ export interface PurgeResult {
   retained: number;
   idempotency: number;
   verificationTokens: number;
+  traces: number;
 }
 
 /** The state of the service: one module per job, from one backend. */
@@ -253,8 +279,8 @@ export interface Store {
   readonly verificationTokens: VerificationTokenStore;
   readonly calibrations: CalibrationStore;
   /**
-   * Removes retained requests past retention_until, idempotency entries past their TTL and expired
-   * verification tokens, without holding up requests, and on one node at a time where nodes share
+   * Removes retained requests past retention_until, idempotency entries past their TTL, expired
+   * verification tokens and traces past their expires_at, without holding up requests, and on one node at a time where nodes share
    * the state. The purge worker calls it off the main thread.
    */
   purgeExpired(nowMs?: number): Promise<PurgeResult>;

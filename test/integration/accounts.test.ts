@@ -251,7 +251,7 @@ if (cannotRun) {
 
   t.test('traces: accepted and rejected items', async (t) => {
     const { id: keyId, secret } = await server.createKey('tracer@example.com');
-    const decision = await decide(secret);
+    const decision = await decide(secret, { ...CHEAP, options: { retain: true } });
     t.equal(decision.status, 200);
     const send = (body: unknown, key: string | undefined = secret) => server.call('/v1/traces', { body, key });
 

@@ -62,6 +62,14 @@ t.test("the idempotency cache: per key, and in all at least one key's worth", as
   });
 });
 
+t.test('the trace quota per key: count and bytes', async (t) => {
+  const c = loadLimitsConfig({});
+  t.same([c.tracesMax, c.tracesMaxBytes], [100_000, 64 * 1024 * 1024]);
+  const set = loadLimitsConfig({ ARBITRA_TRACES_MAX: '10', ARBITRA_TRACES_MAX_BYTES: '4096' });
+  t.same([set.tracesMax, set.tracesMaxBytes], [10, 4096]);
+  t.throws(() => loadLimitsConfig({ ARBITRA_TRACES_MAX: '0' }), { message: /^ARBITRA_TRACES_MAX must be an integer >= 1/ });
+});
+
 t.test('invalid values throw a one-line error naming the variable', async (t) => {
   const bad: Record<string, string> = {
     ARBITRA_RATE_LIMIT_RPS: '0',

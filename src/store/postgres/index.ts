@@ -64,6 +64,7 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
       max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max,
       maxTotal: opts.idempotencyMaxTotal ?? IDEMPOTENCY_DEFAULTS.maxTotal,
     });
+    const traces = createTraceStore(pool);
     const retention = createRetentionStore(pool, hash);
     const verificationTokens = createVerificationTokenStore(pool, hash);
     const counters = createCounterStore(pool, log, opts.slotLeaseSeconds === undefined ? undefined : opts.slotLeaseSeconds * 1000);
@@ -76,7 +77,7 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
       retention: guarded(retention),
       counters: guarded(counters),
       waitlist: guarded(createWaitlistStore(pool)),
-      traces: guarded(createTraceStore(pool)),
+      traces: guarded(traces),
       verificationTokens: guarded(verificationTokens),
       calibrations: guarded(createCalibrationStore(pool)),
       // On a connection of its own, with no statement bound: a large backlog may take long to delete.
@@ -85,10 +86,11 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
           transaction(maintenance, async (client) => {
             // One node purges at a time; the others find the lock taken and leave it to that one.
             const { rows } = await client.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1) as ok', [lockKey('purge').toString()]);
-            const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0 };
+            const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0, traces: 0 };
             if (rows[0]!.ok) {
               result.retained = await retention.purgeExpired(client, nowMs);
               result.verificationTokens = await verificationTokens.purgeExpired(client, nowMs);
+              result.traces = await traces.purgeExpired(client, nowMs);
               // Last: it takes the lock every idempotency save takes, held until this commits.
               result.idempotency = await idempotency.purgeBefore(client, nowMs - idempotencyTtlSeconds * 1000);
             }
