@@ -223,7 +223,13 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   },
   { env: 'ARBITRA_ENGINE_CA', help: "PEM file of a certificate authority to trust for tls:// engines, besides the system's" },
   { env: 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', help: 'idempotency entry lifetime (default 86400)' },
-  { env: 'ARBITRA_IDEMPOTENCY_MAX', help: 'idempotency entries kept per key (default 2048)' },
+  { env: 'ARBITRA_IDEMPOTENCY_MAX', help: "idempotency entries kept per key, the key's oldest evicted (default 2048)" },
+  {
+    env: 'ARBITRA_IDEMPOTENCY_MAX_TOTAL',
+    help: 'idempotency entries kept for all keys together, the oldest of any evicted past it; at least ARBITRA_IDEMPOTENCY_MAX (default 65536)',
+  },
+  { env: 'ARBITRA_TRACES_MAX', help: 'traces one key may keep at once; past it POST /v1/traces answers 429 quota_exceeded (default 100000)' },
+  { env: 'ARBITRA_TRACES_MAX_BYTES', help: 'bytes of traces (as JSON) one key may keep at once (default 67108864, 64 MiB)' },
   { env: 'ARBITRA_FAULT_ENGINE_STALL', help: "tests only: the engine's scheduler stops after this many decodes, to show a wedge healing (default unset)" },
 ];
 
@@ -439,6 +445,7 @@ export function storeOptions(config: Config): StoreOptions {
     slotLeaseSeconds: config.slotLeaseSeconds,
     idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds,
     idempotencyMax: config.limits.idempotencyMax,
+    idempotencyMaxTotal: config.limits.idempotencyMaxTotal,
     maxKeysPerUser: config.maxKeysPerUser,
   };
 }

@@ -34,8 +34,18 @@ export interface LimitsConfig {
   purgeIntervalSeconds: number;
   /** Idempotency entry lifetime (ARBITRA_IDEMPOTENCY_TTL_SECONDS, default 86400). */
   idempotencyTtlSeconds: number;
-  /** Idempotency entries kept per API key, oldest evicted (ARBITRA_IDEMPOTENCY_MAX, default 2048). */
+  /** Idempotency entries kept per API key, its oldest evicted (ARBITRA_IDEMPOTENCY_MAX, default 2048). */
   idempotencyMax: number;
+  /**
+   * Idempotency entries kept for all keys together, the oldest of any key evicted past it
+   * (ARBITRA_IDEMPOTENCY_MAX_TOTAL, default 65536); at least idempotencyMax, so no one key alone
+   * evicts another's.
+   */
+  idempotencyMaxTotal: number;
+  /** Traces one API key may keep at once (ARBITRA_TRACES_MAX, default 100000); past it 429 quota_exceeded. */
+  tracesMax: number;
+  /** Bytes of traces (as JSON) one API key may keep at once (ARBITRA_TRACES_MAX_BYTES, default 64 MiB). */
+  tracesMaxBytes: number;
   /** Questions one decision request may ask (ARBITRA_MAX_QUESTIONS, default 100); 0 means no cap. */
   maxQuestions: number;
   /** Scored branches (questions × passes) one decision request may need (ARBITRA_MAX_BRANCHES, default 800); 0 means no cap. */
@@ -95,6 +105,12 @@ export const LIMITS_DEFAULTS: Readonly<LimitsConfig> = Object.freeze({
   purgeIntervalSeconds: 3600,
   idempotencyTtlSeconds: IDEMPOTENCY_DEFAULTS.ttlSeconds,
   idempotencyMax: IDEMPOTENCY_DEFAULTS.max,
+  idempotencyMaxTotal: IDEMPOTENCY_DEFAULTS.maxTotal,
+  // Traces are kept only while their decision is retained (30 days by default): 100,000 is a
+  // decision with a few questions every minute of that, and at the usual 200 to 600 bytes a trace
+  // fits in 64 MiB; a trace's metadata may take 16 KiB, so the bytes are bounded on their own.
+  tracesMax: 100_000,
+  tracesMaxBytes: 64 * 1024 * 1024,
   // Every request the interface allows in practice fits: 100 questions of up to 8 passes each, and
   // a 255-option choice is one question. One request beyond that would hold the engine for minutes
   // on CPU; the scheduler shares batches fairly, but the work still has to be done.
@@ -161,6 +177,7 @@ function readUrl(env: NodeJS.ProcessEnv, name: string, fallback: string): string
 
 export function loadLimitsConfig(env: NodeJS.ProcessEnv, preset: LimitsPreset = LIMITS_DEFAULTS.preset): LimitsConfig {
   const d = { ...LIMITS_DEFAULTS, ...LIMITS_PRESETS[preset] };
+  const idempotencyMax = readInt(env, 'ARBITRA_IDEMPOTENCY_MAX', d.idempotencyMax, 1);
   return {
     preset,
     requestsPerSecond: readInt(env, 'ARBITRA_RATE_LIMIT_RPS', d.requestsPerSecond, 1),
@@ -178,7 +195,10 @@ export function loadLimitsConfig(env: NodeJS.ProcessEnv, preset: LimitsPreset = 
     retentionDays: readInt(env, 'ARBITRA_RETENTION_DAYS', d.retentionDays, 1),
     purgeIntervalSeconds: readInt(env, 'ARBITRA_PURGE_INTERVAL_SECONDS', d.purgeIntervalSeconds, 1),
     idempotencyTtlSeconds: readInt(env, 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', d.idempotencyTtlSeconds, 1),
-    idempotencyMax: readInt(env, 'ARBITRA_IDEMPOTENCY_MAX', d.idempotencyMax, 1),
+    idempotencyMax,
+    idempotencyMaxTotal: readInt(env, 'ARBITRA_IDEMPOTENCY_MAX_TOTAL', Math.max(d.idempotencyMaxTotal, idempotencyMax), idempotencyMax),
+    tracesMax: readInt(env, 'ARBITRA_TRACES_MAX', d.tracesMax, 1),
+    tracesMaxBytes: readInt(env, 'ARBITRA_TRACES_MAX_BYTES', d.tracesMaxBytes, 1),
     maxQuestions: readInt(env, 'ARBITRA_MAX_QUESTIONS', d.maxQuestions, 0),
     maxBranches: readInt(env, 'ARBITRA_MAX_BRANCHES', d.maxBranches, 0),
     requestDeadlineSeconds: readInt(env, 'ARBITRA_REQUEST_DEADLINE_SECONDS', d.requestDeadlineSeconds, 0),

@@ -2,6 +2,18 @@
 // aggregation over the workers (see cluster.ts), shows every process's series.
 import { Counter, Histogram, register } from 'prom-client';
 
+/**
+ * The methods that keep a label of their own. A client may send any token as its method (uWS passes
+ * it through, and node:http takes some thirty), and every distinct label is a new series in each
+ * worker and in the primary's aggregate: an anonymous caller could grow /metrics without bound. So
+ * every other method is counted as `other`; the routes' own methods are all in this set.
+ */
+const KNOWN_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+export function methodLabel(method: string): string {
+  return KNOWN_METHODS.has(method) ? method : 'other';
+}
+
 export interface HttpMetrics {
   observe(route: string, method: string, status: number, seconds: number): void;
 }
@@ -25,7 +37,8 @@ export function httpMetrics(): HttpMetrics {
     registers: [register],
   });
   shared = {
-    observe(route, method, status, seconds) {
+    observe(route, rawMethod, status, seconds) {
+      const method = methodLabel(rawMethod);
       requests.inc({ route, method, status: String(status) });
       duration.observe({ route, method }, seconds);
     },

@@ -3,7 +3,7 @@
 // A secret minted or hashed by one backend verifies on the other, given the same server secret.
 import { randomBase62, type Hasher } from './secret.js';
 import { iso } from './clock.js';
-import type { UserRecord, VerificationTokenRecord } from './types.js';
+import type { TraceRecord, UserRecord, VerificationTokenRecord } from './types.js';
 
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -40,10 +40,32 @@ export function keyName(name: string | undefined): string {
 export const DEFAULT_MAX_KEYS_PER_USER = 100;
 
 /**
- * The idempotency cache's lifetime and size when the store is opened without them; the limits
- * configuration (ARBITRA_IDEMPOTENCY_TTL_SECONDS, ARBITRA_IDEMPOTENCY_MAX) starts from these too.
+ * The idempotency cache's lifetime and sizes when the store is opened without them; the limits
+ * configuration (ARBITRA_IDEMPOTENCY_TTL_SECONDS, ARBITRA_IDEMPOTENCY_MAX, ARBITRA_IDEMPOTENCY_MAX_TOTAL)
+ * starts from these too. `max` is per API key. `maxTotal` is 32 keys at their full cap, so no one
+ * key comes near it, and past it only the oldest entries of all go; at a decision response's usual
+ * 1 to 4 KB it bounds the cache at a few hundred MB.
  */
-export const IDEMPOTENCY_DEFAULTS = { ttlSeconds: 86400, max: 2048 } as const;
+export const IDEMPOTENCY_DEFAULTS = { ttlSeconds: 86400, max: 2048, maxTotal: 65536 } as const;
+
+/** A trace's size as counted against its key's quota: its JSON, whichever backend stores it. */
+export function traceBytes(record: object): number {
+  return Buffer.byteLength(JSON.stringify(record));
+}
+
+/** A key's records as stored, one per (request_id, question): of records repeating one, the last. */
+export function latestTraces(keyId: string, records: readonly Omit<TraceRecord, 'key_id'>[]): TraceRecord[] {
+  const byName = new Map<string, TraceRecord>();
+  for (const r of records) byName.set(JSON.stringify([r.request_id, r.question]), { ...r, key_id: keyId });
+  return [...byName.values()];
+}
+
+/**
+ * Traces stored before they had an expiry, and whose decision is no longer retained, are kept this
+ * long after the upgrade that gives them one (the default retention period), rather than removed
+ * by the first purge after an upgrade.
+ */
+export const TRACE_UPGRADE_GRACE_MS = 30 * 86_400_000;
 
 /** A create refused because the user already holds `limit` active keys. */
 export class KeyLimitError extends Error {

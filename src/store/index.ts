@@ -31,7 +31,9 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
   const idempotency = createIdempotencyStore(env, {
     ttlSeconds: idempotencyTtlSeconds,
     max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max,
+    maxTotal: opts.idempotencyMaxTotal ?? IDEMPOTENCY_DEFAULTS.maxTotal,
   });
+  const traces = createTraceStore(env);
   const retention = createRetentionStore(env, hash);
   const verificationTokens = createVerificationTokenStore(env, hash);
 
@@ -52,7 +54,7 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
     retention,
     counters: createCounterStore(env),
     waitlist: createWaitlistStore(env),
-    traces: createTraceStore(env),
+    traces,
     verificationTokens,
     calibrations: createCalibrationStore(env),
     async purgeExpired(nowMs = Date.now()) {
@@ -60,6 +62,7 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
         retained: drain(() => retention.purgeExpired(nowMs, PURGE_BATCH)),
         idempotency: drain(() => idempotency.purgeBefore(nowMs - idempotencyTtlSeconds * 1000, PURGE_BATCH)),
         verificationTokens: drain(() => verificationTokens.purgeExpired(nowMs, PURGE_BATCH)),
+        traces: drain(() => traces.purgeExpired(nowMs, PURGE_BATCH)),
       };
       await env.flushed();
       return result;
@@ -79,6 +82,8 @@ export {
   KEY_PREFIX,
   DEFAULT_MAX_KEYS_PER_USER,
   IDEMPOTENCY_DEFAULTS,
+  latestTraces,
+  traceBytes,
   KeyLimitError,
   StoreUnavailableError,
 } from './common.js';

@@ -42,6 +42,15 @@ export function createRetentionStore(env: StoreEnv, hash: Hasher): RetentionStor
       return removed;
     },
 
+    async retainedUntil(keyId, ids) {
+      const found = new Map<string, string>();
+      for (const id of ids) {
+        const record = retention.get([keyId, id]) as RetainedRecord | undefined;
+        if (record) found.set(id, record.retention_until);
+      }
+      return found;
+    },
+
     pseudonym: (keyId) => pseudonymOf(hash, keyId),
 
     purgeExpired(nowMs, limit) {

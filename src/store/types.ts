@@ -47,7 +47,12 @@ export interface KeyStore {
 export type IdempotencyLookup = { status: 'miss' } | { status: 'hit'; response: Buffer; responseStatus: number } | { status: 'conflict' };
 
 export interface IdempotencyStore {
-  /** bodyHash is the sha256 of the canonical JSON body. Entries are scoped per API key. */
+  /**
+   * bodyHash is the sha256 of the canonical JSON body. Entries are scoped per API key: a key keeps
+   * at most idempotencyMax of them (its own oldest evicted first), and all keys together at most
+   * idempotencyMaxTotal (the oldest of any key evicted first, only past that), exactly under
+   * concurrent writers.
+   */
   lookup(keyId: string, idempotencyKey: string, bodyHash: string): Promise<IdempotencyLookup>;
   save(keyId: string, idempotencyKey: string, bodyHash: string, responseStatus: number, response: Buffer): Promise<void>;
 }
@@ -68,6 +73,11 @@ export interface RetentionStore {
   get(keyId: string, id: string): Promise<RetainedRecord | null>;
   /** true when a record of this key was removed; false when none (or another key's). */
   delete(keyId: string, id: string): Promise<boolean>;
+  /**
+   * The retention_until of each of these ids that is a record of this key; an id retained by another
+   * key, or by none, is absent. One round trip for a whole batch of traces.
+   */
+  retainedUntil(keyId: string, ids: readonly string[]): Promise<Map<string, string>>;
   /**
    * A stable pseudonym for the key, the same on every call, worker and node. Synchronous: it is an
    * HMAC under the server secret, with no state behind it.
@@ -133,7 +143,11 @@ export interface WaitlistEntry {
 }
 
 export interface WaitlistStore {
-  upsert(entry: { email: string; company: string | null; use_case: string; consent: boolean }): Promise<WaitlistEntry>;
+  /**
+   * Adds a sign-up for an email not on the list yet and returns the entry kept: the first sign-up
+   * of an email stands, since an anonymous caller who names someone else's email must not change it.
+   */
+  add(entry: { email: string; company: string | null; use_case: string; consent: boolean }): Promise<WaitlistEntry>;
   get(email: string): Promise<WaitlistEntry | null>;
   count(): Promise<number>;
 }
@@ -150,11 +164,31 @@ export interface TraceRecord {
   observed_at: string | null;
   metadata: Record<string, unknown> | null;
   received_at: string;
+  /**
+   * When the purge removes it: the retention_until of the decision it is about, since calibration
+   * joins a trace with that retained decision and has no use for it once the decision is gone.
+   */
+  expires_at: string;
 }
 
+/** What one key's traces may hold at once (ARBITRA_TRACES_MAX, ARBITRA_TRACES_MAX_BYTES). */
+export interface TraceQuota {
+  traces: number;
+  /** Counted as each record's JSON (traceBytes), the same on every backend. */
+  bytes: number;
+}
+
+export type TracePutResult = { ok: true } | { ok: false; used: TraceQuota; after: TraceQuota };
+
 export interface TraceStore {
-  /** Stores all records in one transaction, durable on return. */
-  putMany(records: TraceRecord[]): Promise<void>;
+  /**
+   * Stores one key's records in one transaction, durable on return, when the key's traces stay
+   * within the quota afterwards; otherwise stores none and says what the key holds and what it
+   * would have held. A record for a (request_id, question) the key already has replaces it and
+   * counts only its growth; of records repeating one within the call, the last is kept. Exact under
+   * concurrent writers.
+   */
+  putMany(keyId: string, records: Omit<TraceRecord, 'key_id'>[], quota: TraceQuota): Promise<TracePutResult>;
   list(keyId: string, opts?: { requestId?: string; limit?: number }): Promise<TraceRecord[]>;
   /** Every trace of every key, in key order (for `arbitra calibrate`). */
   all(): AsyncIterable<TraceRecord>;
@@ -206,8 +240,10 @@ export interface StoreOptions {
   keySecret?: string;
   /** ARBITRA_IDEMPOTENCY_TTL_SECONDS, default 86400. */
   idempotencyTtlSeconds?: number;
-  /** ARBITRA_IDEMPOTENCY_MAX, default 2048. */
+  /** Entries per API key (ARBITRA_IDEMPOTENCY_MAX), default 2048. */
   idempotencyMax?: number;
+  /** Entries of all keys together (ARBITRA_IDEMPOTENCY_MAX_TOTAL), default IDEMPOTENCY_DEFAULTS.maxTotal. */
+  idempotencyMaxTotal?: number;
   /** Active API keys per user (ARBITRA_MAX_KEYS_PER_USER), default DEFAULT_MAX_KEYS_PER_USER. */
   maxKeysPerUser?: number;
   /**
@@ -226,6 +262,7 @@ export interface PurgeResult {
   retained: number;
   idempotency: number;
   verificationTokens: number;
+  traces: number;
 }
 
 /** The state of the service: one module per job, from one backend. */
@@ -242,8 +279,8 @@ export interface Store {
   readonly verificationTokens: VerificationTokenStore;
   readonly calibrations: CalibrationStore;
   /**
-   * Removes retained requests past retention_until, idempotency entries past their TTL and expired
-   * verification tokens, without holding up requests, and on one node at a time where nodes share
+   * Removes retained requests past retention_until, idempotency entries past their TTL, expired
+   * verification tokens and traces past their expires_at, without holding up requests, and on one node at a time where nodes share
    * the state. The purge worker calls it off the main thread.
    */
   purgeExpired(nowMs?: number): Promise<PurgeResult>;

@@ -62,8 +62,10 @@ export function startPurgeScheduler(
   const timer = setInterval(() => {
     runNow().then(
       (r) => {
-        if (r.retained + r.idempotency + r.verificationTokens > 0) {
-          opts.log?.(`purge: removed ${r.retained} retained requests, ${r.idempotency} idempotency entries, ${r.verificationTokens} verification tokens`);
+        if (r.retained + r.idempotency + r.verificationTokens + r.traces > 0) {
+          opts.log?.(
+            `purge: removed ${r.retained} retained requests, ${r.idempotency} idempotency entries, ${r.verificationTokens} verification tokens, ${r.traces} traces`,
+          );
         }
       },
       (err: unknown) => opts.log?.(`purge failed: ${(err as Error).message}`),

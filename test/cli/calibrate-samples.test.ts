@@ -28,8 +28,19 @@ t.test('samples follow the decisions’ creation times, not the ids they are sto
       retention_until: new Date(Date.UTC(2027, 0, 1)).toISOString(),
     });
   }
-  const base = { key_id: 'key_1', question: 'team', outcome: 'billing', observed_at: null, metadata: null, received_at: new Date().toISOString() };
-  await store.traces.putMany([...ids].reverse().map((request_id) => ({ ...base, request_id })));
+  const base = {
+    question: 'team',
+    outcome: 'billing',
+    observed_at: null,
+    metadata: null,
+    received_at: new Date().toISOString(),
+    expires_at: new Date(Date.UTC(2027, 0, 1)).toISOString(),
+  };
+  await store.traces.putMany(
+    'key_1',
+    [...ids].reverse().map((request_id) => ({ ...base, request_id })),
+    { traces: 10, bytes: 1e6 },
+  );
 
   const { samples, skipped } = await samplesFromStore(store, 'sha');
   t.equal(skipped, 0);

@@ -32,7 +32,7 @@ export async function startHarness(
   const routes: Route[] = [
     ...consoleRoutes({ store, limits, consoleToken: consoleToken ?? undefined }),
     ...waitlistRoutes({ store, limits }),
-    ...tracesRoutes({ store }),
+    ...tracesRoutes({ store, limits }),
     ...retentionRoutes({ store }),
   ];
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createHttpApp({ routes, log: () => {} }), prefer: 'node' });

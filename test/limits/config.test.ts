@@ -51,6 +51,25 @@ t.test('env overrides', async (t) => {
   t.equal(c.retentionDays, 7);
 });
 
+t.test("the idempotency cache: per key, and in all at least one key's worth", async (t) => {
+  const c = loadLimitsConfig({});
+  t.equal(c.idempotencyMaxTotal, 65536);
+  t.ok(c.idempotencyMaxTotal >= 32 * c.idempotencyMax, 'no one key comes near the total');
+  t.equal(loadLimitsConfig({ ARBITRA_IDEMPOTENCY_MAX: '100000' }).idempotencyMaxTotal, 100000, 'the total follows a per-key cap set above it');
+  t.equal(loadLimitsConfig({ ARBITRA_IDEMPOTENCY_MAX: '10', ARBITRA_IDEMPOTENCY_MAX_TOTAL: '10' }).idempotencyMaxTotal, 10);
+  t.throws(() => loadLimitsConfig({ ARBITRA_IDEMPOTENCY_MAX: '10', ARBITRA_IDEMPOTENCY_MAX_TOTAL: '9' }), {
+    message: 'ARBITRA_IDEMPOTENCY_MAX_TOTAL must be an integer >= 10, got "9"',
+  });
+});
+
+t.test('the trace quota per key: count and bytes', async (t) => {
+  const c = loadLimitsConfig({});
+  t.same([c.tracesMax, c.tracesMaxBytes], [100_000, 64 * 1024 * 1024]);
+  const set = loadLimitsConfig({ ARBITRA_TRACES_MAX: '10', ARBITRA_TRACES_MAX_BYTES: '4096' });
+  t.same([set.tracesMax, set.tracesMaxBytes], [10, 4096]);
+  t.throws(() => loadLimitsConfig({ ARBITRA_TRACES_MAX: '0' }), { message: /^ARBITRA_TRACES_MAX must be an integer >= 1/ });
+});
+
 t.test('invalid values throw a one-line error naming the variable', async (t) => {
   const bad: Record<string, string> = {
     ARBITRA_RATE_LIMIT_RPS: '0',

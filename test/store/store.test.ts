@@ -3,7 +3,7 @@ import t from 'tap';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { openStore, type CalibrationRecord, type StoreOptions } from '../../src/store/index.js';
+import { openStore, traceBytes, type CalibrationRecord, type StoreOptions } from '../../src/store/index.js';
 import { backendsFor } from '../helpers/backends.js';
 
 for (const backend of await backendsFor(t)) {
@@ -108,43 +108,150 @@ for (const backend of await backendsFor(t)) {
       t.notOk(store.retention.pseudonym('key_a').includes('key_a'));
     });
 
-    t.test('waitlist upserts by email; traces keyed per request and question', async (t) => {
+    t.test('waitlist: the first sign-up of an email stands', async (t) => {
       const store = await open(await fresh());
       t.teardown(() => store.close());
-      await store.waitlist.upsert({ email: 'W@x.io', company: null, use_case: 'first use case', consent: true });
-      await store.waitlist.upsert({ email: 'w@x.io', company: 'Acme', use_case: 'second use case', consent: true });
+      const first = await store.waitlist.add({ email: 'W@x.io', company: null, use_case: 'first use case', consent: true });
+      const second = await store.waitlist.add({ email: 'w@x.io', company: 'Acme', use_case: 'second use case', consent: false });
+      t.same(second, first, 'a second sign-up answers with the entry kept');
       t.equal(await store.waitlist.count(), 1);
-      t.equal((await store.waitlist.get('w@x.io'))?.company, 'Acme');
-      const base = { key_id: 'k', observed_at: null, metadata: null, received_at: new Date().toISOString() };
-      await store.traces.putMany([
-        { ...base, request_id: 'r1', question: 'q', outcome: 'A' },
-        { ...base, request_id: 'r1', question: 'q', outcome: 'B' },
-        { ...base, request_id: 'r2', question: '', outcome: true },
-      ]);
+      t.match(await store.waitlist.get('w@x.io'), { email: 'w@x.io', company: null, use_case: 'first use case', consent: true, updated_at: first.updated_at });
+    });
+
+    const QUOTA = { traces: 100_000, bytes: 64 * 1024 * 1024 };
+    const trace = (request_id: string, more: Record<string, unknown> = {}) => ({
+      request_id,
+      question: '',
+      outcome: 'A' as string | number | boolean,
+      observed_at: null,
+      metadata: null,
+      received_at: new Date().toISOString(),
+      expires_at: new Date(Date.now() + 86400e3).toISOString(),
+      ...more,
+    });
+
+    t.test('traces: keyed per request and question, the last of a repeat kept', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      await store.traces.putMany('k', [trace('r1', { question: 'q' }), trace('r1', { question: 'q', outcome: 'B' }), trace('r2', { outcome: true })], QUOTA);
       t.equal((await store.traces.list('k')).length, 2);
       t.equal((await store.traces.list('k', { requestId: 'r1' }))[0]?.outcome, 'B');
+      t.equal((await store.traces.list('k', { requestId: 'r1' }))[0]?.key_id, 'k');
       t.equal((await store.traces.list('other')).length, 0);
     });
 
     t.test('traces: all() walks every trace of every key, in key order, past one page', async (t) => {
       const store = await open(await fresh());
       t.teardown(() => store.close());
-      const received_at = new Date().toISOString();
       // Past the PostgreSQL store's page of 1,000, over three keys.
-      const records = Array.from({ length: 2100 }, (_, i) => ({
-        key_id: `k${i % 3}`,
-        request_id: `r${String(i).padStart(4, '0')}`,
-        question: '',
-        outcome: i,
-        observed_at: null,
-        metadata: null,
-        received_at,
-      }));
-      await store.traces.putMany(records);
+      const records = Array.from({ length: 2100 }, (_, i) => ({ key_id: `k${i % 3}`, ...trace(`r${String(i).padStart(4, '0')}`, { outcome: i }) }));
+      for (const keyId of ['k0', 'k1', 'k2']) {
+        await store.traces.putMany(
+          keyId,
+          records.filter((r) => r.key_id === keyId),
+          QUOTA,
+        );
+      }
       const seen: string[] = [];
       for await (const r of store.traces.all()) seen.push(`${r.key_id}/${r.request_id}`);
       t.equal(seen.length, 2100, 'every trace once');
       t.same(seen, records.map((r) => `${r.key_id}/${r.request_id}`).sort(), 'in key order');
+    });
+
+    t.test('traces: a key keeps at most its quota of traces and bytes, exactly, and other keys are not touched', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      const size = traceBytes({ ...trace('r000'), key_id: 'ka' });
+      const quota = { traces: 10, bytes: 1_000_000 };
+      t.same(
+        await store.traces.putMany(
+          'ka',
+          [0, 1, 2, 3, 4, 5].map((i) => trace(`r00${i}`)),
+          quota,
+        ),
+        { ok: true },
+      );
+      const over = await store.traces.putMany(
+        'ka',
+        [6, 7, 8, 9, 10].map((i) => trace(`r${String(i).padStart(3, '0')}`)),
+        quota,
+      );
+      t.same(over, { ok: false, used: { traces: 6, bytes: 6 * size }, after: { traces: 11, bytes: 11 * size } }, 'refused whole, with what it holds');
+      t.equal((await store.traces.list('ka')).length, 6, 'nothing of a refused call stored');
+      t.same(
+        await store.traces.putMany('ka', [trace('r000', { outcome: 'B' }), trace('r001', { outcome: 'C' })], { ...quota, traces: 6 }),
+        { ok: true },
+        'a replacement adds no trace',
+      );
+      t.same(await store.traces.putMany('kb', [trace('r000')], { traces: 1, bytes: size }), { ok: true }, "another key's quota is its own");
+      // Concurrent calls of one key: exactly as many land as the quota holds.
+      const racing = await Promise.all(Array.from({ length: 8 }, (_, i) => store.traces.putMany('kc', [trace(`c${i}a`), trace(`c${i}b`)], quota)));
+      t.equal(racing.filter((r) => r.ok).length, 5, 'five pairs fit in ten');
+      t.equal((await store.traces.list('kc')).length, 10);
+      // Bytes bound on their own: metadata makes one trace large.
+      const big = trace('big', { metadata: { blob: 'x'.repeat(5000) } });
+      const byBytes = await store.traces.putMany('kd', [big, trace('small')], { traces: 10, bytes: 5000 });
+      t.equal(byBytes.ok, false, 'over the bytes with few traces');
+      t.equal((await store.traces.list('kd')).length, 0);
+    });
+
+    t.test('traces: the purge removes those past expires_at and frees their quota', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      const now = Date.now();
+      const quota = { traces: 3, bytes: 1_000_000 };
+      const soon = new Date(now + 1000).toISOString();
+      await store.traces.putMany('k', [trace('old1', { expires_at: soon }), trace('old2', { expires_at: soon }), trace('live')], quota);
+      t.equal((await store.traces.putMany('k', [trace('new1')], quota)).ok, false, 'full');
+      t.equal((await store.purgeExpired(now)).traces, 0, 'nothing before its time');
+      t.equal((await store.purgeExpired(now + 2000)).traces, 2);
+      t.same(
+        (await store.traces.list('k')).map((r) => r.request_id),
+        ['live'],
+      );
+      t.same(await store.traces.putMany('k', [trace('new1'), trace('new2')], quota), { ok: true }, 'the quota counts what is left');
+      t.equal((await store.traces.putMany('k', [trace('new3')], quota)).ok, false, 'and no more');
+    });
+
+    t.test("retention: retainedUntil names only this key's records", async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      const until = new Date(Date.now() + 86400e3).toISOString();
+      const rec = (id: string, key_id: string) => ({ id, key_id, request: {}, response: {}, created_at: new Date().toISOString(), retention_until: until });
+      await store.retention.put(rec('a1', 'ka'));
+      await store.retention.put(rec('b1', 'kb'));
+      t.same([...(await store.retention.retainedUntil('ka', ['a1', 'b1', 'none']))], [['a1', until]]);
+      t.same([...(await store.retention.retainedUntil('kb', []))], []);
+    });
+
+    t.test('idempotency: a key evicts only its own oldest; all keys together evict the oldest past the total', async (t) => {
+      const store = await open(await fresh(), { idempotencyMax: 3, idempotencyMaxTotal: 7 });
+      t.teardown(() => store.close());
+      const save = (key: string, idem: string) => store.idempotency.save(key, idem, 'h', 200, Buffer.from(idem));
+      const has = async (key: string, idem: string) => (await store.idempotency.lookup(key, idem, 'h')).status === 'hit';
+      await save('victim', 'v1');
+      await save('victim', 'v2');
+      for (let i = 0; i < 50; i++) await save('flood', `f${i}`);
+      t.ok((await has('victim', 'v1')) && (await has('victim', 'v2')), "another key's flood evicts none of the victim's entries");
+      t.same(await Promise.all(['f46', 'f47', 'f48', 'f49'].map((k) => has('flood', k))), [false, true, true, true], 'the flooding key keeps its newest 3');
+      await save('victim', 'v2');
+      t.ok(await has('victim', 'v2'), 'saving an entry again replaces it, not counted twice');
+      await save('c', 'c1');
+      await save('d', 'd1');
+      t.ok(await has('victim', 'v1'), 'at the total (7), nothing of another key evicted yet');
+      await save('e', 'e1');
+      t.notOk(await has('victim', 'v1'), 'past the total, the oldest entry of all goes');
+      t.ok((await has('flood', 'f47')) && (await has('e', 'e1')));
+    });
+
+    t.test('idempotency: the per-key cap is exact under concurrent saves', async (t) => {
+      const store = await open(await fresh(), { idempotencyMax: 5 });
+      t.teardown(() => store.close());
+      await store.idempotency.save('other', 'o', 'h', 200, Buffer.from('o'));
+      await Promise.all(Array.from({ length: 40 }, (_, i) => store.idempotency.save('k', `i${i}`, 'h', 200, Buffer.from(String(i)))));
+      const hits = await Promise.all(Array.from({ length: 40 }, (_, i) => store.idempotency.lookup('k', `i${i}`, 'h')));
+      t.equal(hits.filter((h) => h.status === 'hit').length, 5);
+      t.equal((await store.idempotency.lookup('other', 'o', 'h')).status, 'hit');
     });
 
     t.test('calibrations: versions count up per model and layout; the newest is served', async (t) => {
@@ -197,7 +304,7 @@ for (const backend of await backendsFor(t)) {
       await store.verificationTokens.issue(user, 'email', 1);
       const live = await store.verificationTokens.issue(user, 'email', 3600);
       const result = await store.purgeExpired(now + 2000);
-      t.same(result, { retained: 1, idempotency: 0, verificationTokens: 1 });
+      t.same(result, { retained: 1, idempotency: 0, verificationTokens: 1, traces: 0 });
       t.equal(await store.retention.get('k', 'old'), null);
       t.ok(await store.retention.get('k', 'live'));
       t.equal((await store.idempotency.lookup('k', 'i', 'h')).status, 'hit');

@@ -1,5 +1,6 @@
-// POST /v1/waitlist: public sign-up, limited per IP. One entry per email; the `website` member is
-// a honeypot that people never see, so a filled one is answered like any sign-up and not stored.
+// POST /v1/waitlist: public sign-up, limited per IP. One entry per email, the first one; the
+// `website` member is a honeypot that people never see, so a filled one is answered like any
+// sign-up and not stored.
 import { Type } from '@sinclair/typebox';
 import { ValidationFailure } from '../errors.js';
 import { isValidEmail } from '../auth.js';
@@ -32,7 +33,7 @@ export function waitlistRoutes(deps: { store: Store; limits: LimitsConfig }): Ro
     {
       method: 'POST',
       path: '/v1/waitlist',
-      summary: 'Join the waitlist (one entry per email; a second sign-up updates it). Limited per IP.',
+      summary: 'Join the waitlist (one entry per email; the first sign-up stands, a later one changes nothing). Limited per IP.',
       schemas: { body: WaitlistRequest, response: WaitlistResponse },
       auth: 'none',
       tag: 'waitlist',
@@ -47,7 +48,9 @@ export function waitlistRoutes(deps: { store: Store; limits: LimitsConfig }): Ro
         if (body.website !== undefined && body.website !== null && body.website.trim() !== '') {
           return { status: 200, body: { ok: true, message: THANKS } };
         }
-        await deps.store.waitlist.upsert({
+        // An email already on the list keeps its entry, and the answer is the same thank-you, so the
+        // route neither lets anyone rewrite another's sign-up nor tells who has signed up.
+        await deps.store.waitlist.add({
           email: body.email,
           company: body.company ?? null,
           use_case: body.use_case,

@@ -59,7 +59,12 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
     const hash = makeHasher(Buffer.from(opts.keySecret, 'utf8'));
     await checkSecret(pool, hash);
     const idempotencyTtlSeconds = opts.idempotencyTtlSeconds ?? IDEMPOTENCY_DEFAULTS.ttlSeconds;
-    const idempotency = createIdempotencyStore(pool, { ttlSeconds: idempotencyTtlSeconds, max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max });
+    const idempotency = createIdempotencyStore(pool, {
+      ttlSeconds: idempotencyTtlSeconds,
+      max: opts.idempotencyMax ?? IDEMPOTENCY_DEFAULTS.max,
+      maxTotal: opts.idempotencyMaxTotal ?? IDEMPOTENCY_DEFAULTS.maxTotal,
+    });
+    const traces = createTraceStore(pool);
     const retention = createRetentionStore(pool, hash);
     const verificationTokens = createVerificationTokenStore(pool, hash);
     const counters = createCounterStore(pool, log, opts.slotLeaseSeconds === undefined ? undefined : opts.slotLeaseSeconds * 1000);
@@ -72,7 +77,7 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
       retention: guarded(retention),
       counters: guarded(counters),
       waitlist: guarded(createWaitlistStore(pool)),
-      traces: guarded(createTraceStore(pool)),
+      traces: guarded(traces),
       verificationTokens: guarded(verificationTokens),
       calibrations: guarded(createCalibrationStore(pool)),
       // On a connection of its own, with no statement bound: a large backlog may take long to delete.
@@ -81,11 +86,13 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
           transaction(maintenance, async (client) => {
             // One node purges at a time; the others find the lock taken and leave it to that one.
             const { rows } = await client.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1) as ok', [lockKey('purge').toString()]);
-            const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0 };
+            const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0, traces: 0 };
             if (rows[0]!.ok) {
               result.retained = await retention.purgeExpired(client, nowMs);
-              result.idempotency = await idempotency.purgeBefore(client, nowMs - idempotencyTtlSeconds * 1000);
               result.verificationTokens = await verificationTokens.purgeExpired(client, nowMs);
+              result.traces = await traces.purgeExpired(client, nowMs);
+              // Last: it takes the lock every idempotency save takes, held until this commits.
+              result.idempotency = await idempotency.purgeBefore(client, nowMs - idempotencyTtlSeconds * 1000);
             }
             return result;
           }),

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { pseudonymOf } from '../common.js';
 import type { Hasher } from '../secret.js';
 import type { RetainedRecord, RetentionStore } from '../types.js';
+import { isoOf } from './db.js';
 
 export interface PgRetentionStore extends RetentionStore {
   /** Removes records whose retention_until is before nowMs; returns how many. */
@@ -28,6 +29,14 @@ export function createRetentionStore(pool: pg.Pool, hash: Hasher): PgRetentionSt
 
     async delete(keyId, id) {
       return ((await pool.query('delete from retained_requests where key_id = $1 and id = $2', [keyId, id])).rowCount ?? 0) > 0;
+    },
+
+    async retainedUntil(keyId, ids) {
+      const { rows } = await pool.query<{ id: string; retention_until: Date }>(
+        'select id, retention_until from retained_requests where key_id = $1 and id = any($2::text[])',
+        [keyId, ids],
+      );
+      return new Map(rows.map((r) => [r.id, isoOf(r.retention_until)]));
     },
 
     pseudonym: (keyId) => pseudonymOf(hash, keyId),

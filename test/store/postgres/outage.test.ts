@@ -51,7 +51,7 @@ if (server) {
       ['idempotency.lookup', settle(store.idempotency.lookup(key.id, 'before', 'hash'))],
       ['idempotency.save', settle(store.idempotency.save(key.id, 'during', 'hash', 200, Buffer.from('{}')))],
       ['users.sync', settle(store.users.sync('down@example.com'))],
-      ['waitlist.upsert', settle(store.waitlist.upsert({ email: 'w@example.com', company: null, use_case: 'x', consent: true }))],
+      ['waitlist.add', settle(store.waitlist.add({ email: 'w@example.com', company: null, use_case: 'x', consent: true }))],
       ['ping', settle(store.ping())],
       ['purgeExpired', settle(store.purgeExpired())],
     ];
