@@ -94,7 +94,13 @@ export function buildRoutes(deps: AppDeps): Route[] {
   return [...apiRoutes(deps), ...consolePageRoutes()];
 }
 
-/** The HttpApp both transports serve: every route, the body limit, HTTP metrics. */
+/** The HttpApp both transports serve: every route, the body limit, the trusted proxies, HTTP metrics. */
 export function createApp(deps: AppDeps): HttpApp {
-  return createHttpApp({ routes: buildRoutes(deps), maxBodyBytes: deps.config.maxBodyBytes, metrics: httpMetrics(), log: deps.log });
+  return createHttpApp({
+    routes: buildRoutes(deps),
+    maxBodyBytes: deps.config.maxBodyBytes,
+    trustedProxies: deps.config.trustedProxies,
+    metrics: httpMetrics(),
+    log: deps.log,
+  });
 }

@@ -4,7 +4,7 @@
 import { ApiError, ValidationFailure } from '../api/errors.js';
 import { valueError } from '../decision/schema/problems.js';
 import { consoleClosed, consoleIdentity, consoleSession, isValidEmail, sameSecret } from '../api/auth.js';
-import { clearedCookie, overHttps, sessionsFor, type ConsoleSession } from '../api/console-session.js';
+import { clearedCookie, sessionsFor, type ConsoleSession } from '../api/console-session.js';
 import type { IpLimiter } from '../api/gate.js';
 import { compileBodyParser } from '../api/validation.js';
 import type { HttpRequest, HttpResponse, Route } from '../api/route.js';
@@ -63,7 +63,7 @@ export function consoleSessionRoutes(deps: ConsoleSessionDeps): Route[] {
           throw new ValidationFailure([valueError(['body', 'email'], 'value is not a valid email address', body.email)]);
         }
         await deps.store.users.sync(email);
-        const session = sessionsFor(consoleToken).issue(email, Date.now(), overHttps(req));
+        const session = sessionsFor(consoleToken).issue(email, Date.now(), req.secure);
         return { status: 200, headers: { ...noStore, 'set-cookie': session.setCookie }, body: sessionBody(session) };
       },
     }),
@@ -84,7 +84,7 @@ export function consoleSessionRoutes(deps: ConsoleSessionDeps): Route[] {
       errorStatuses: [401, 403, 503],
       handler(req): HttpResponse {
         consoleIdentity(req, token());
-        return { status: 200, headers: { ...noStore, 'set-cookie': clearedCookie(overHttps(req)) }, body: { signed_out: true } };
+        return { status: 200, headers: { ...noStore, 'set-cookie': clearedCookie(req.secure) }, body: { signed_out: true } };
       },
     }),
     route({

@@ -70,6 +70,7 @@ export function fakeRequest(headers: Record<string, string>, more: Partial<HttpR
     body: Buffer.alloc(0),
     params: {},
     ip: '127.0.0.1',
+    secure: false,
     requestId: 'r',
     startedAt: 0,
     ...more,
