@@ -2,6 +2,7 @@
 // each route module names the dependencies it needs and receives them from AppDeps.
 import { createGate, createIpLimiter, type IpLimiter } from './api/gate.js';
 import type { HttpImplementation, Route } from './api/route.js';
+import { createSecretThrottle, type SecretThrottle } from './api/secret-throttle.js';
 import { healthRoutes } from './api/routes/health.js';
 import { metricsRoutes } from './api/routes/metrics.js';
 import { createModelCatalog, modelsRoutes, type ModelCatalog } from './api/routes/models.js';
@@ -33,6 +34,7 @@ export interface AppDeps {
   models: ModelCatalog;
   gate: RequestGate;
   ipLimiter: IpLimiter;
+  secretThrottle: SecretThrottle;
   limits: LimitsConfig;
   consoleToken: string | undefined;
   /** Prompt tokens a state may take without the long-context header. */
@@ -64,6 +66,7 @@ export function createAppDeps(config: Config, rt: AppRuntime): AppDeps {
     models: createModelCatalog(config.model, config.modelAliases),
     gate: createGate(rt.store, config.limits),
     ipLimiter: createIpLimiter(rt.store, config.limits),
+    secretThrottle: createSecretThrottle(rt.store, config.limits),
     limits: config.limits,
     consoleToken: config.consoleToken,
     contextTokens: config.contextTokens,

@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ValidationFailure } from '../errors.js';
 import { authenticate } from '../auth.js';
+import type { SecretThrottle } from '../secret-throttle.js';
 import { valueError } from '../../decision/schema/problems.js';
 import { parseJsonBody } from '../json-body.js';
 import { compileValidator } from '../validation.js';
@@ -36,7 +37,7 @@ export const TraceIngestResponse = Type.Object({
   rejected: Type.Array(Type.Object({ index: Type.Integer(), reason: Type.String() })),
 });
 
-export function tracesRoutes(deps: { store: Store }): Route[] {
+export function tracesRoutes(deps: { store: Store; secretThrottle: SecretThrottle }): Route[] {
   const checkItem = compileValidator(TraceItem, []);
   return [
     {
@@ -47,7 +48,7 @@ export function tracesRoutes(deps: { store: Store }): Route[] {
       auth: 'api_key',
       tag: 'traces',
       handler: async (req) => {
-        const key = await authenticate(req, deps.store.keys);
+        const key = await authenticate(req, deps.store.keys, deps.secretThrottle);
         const raw = parseJsonBody(req);
         const items: unknown[] = Array.isArray(raw) ? raw : [raw];
         if (raw === null || typeof raw !== 'object') {
