@@ -3,6 +3,7 @@
 import { createGate, createIpLimiter, type IpLimiter } from './api/gate.js';
 import type { Route } from './api/route.js';
 import type { HttpFront } from './api/schemas/health.js';
+import { createSecretThrottle, type SecretThrottle } from './api/secret-throttle.js';
 import { healthRoutes } from './api/routes/health.js';
 import { metricsRoutes } from './api/routes/metrics.js';
 import { createModelCatalog, modelsRoutes, type ModelCatalog } from './api/routes/models.js';
@@ -34,6 +35,7 @@ export interface AppDeps {
   models: ModelCatalog;
   gate: RequestGate;
   ipLimiter: IpLimiter;
+  secretThrottle: SecretThrottle;
   limits: LimitsConfig;
   consoleToken: string | undefined;
   /** Prompt tokens a state may take without the long-context header. */
@@ -65,6 +67,7 @@ export function createAppDeps(config: Config, rt: AppRuntime): AppDeps {
     models: createModelCatalog(config.model, config.modelAliases),
     gate: createGate(rt.store, config.limits),
     ipLimiter: createIpLimiter(rt.store, config.limits),
+    secretThrottle: createSecretThrottle(rt.store, config.limits),
     limits: config.limits,
     consoleToken: config.consoleToken,
     contextTokens: config.contextTokens,
@@ -95,7 +98,13 @@ export function buildRoutes(deps: AppDeps): Route[] {
   return [...apiRoutes(deps), ...consolePageRoutes()];
 }
 
-/** The HttpApp both transports serve: every route, the body limit, HTTP metrics. */
+/** The HttpApp both transports serve: every route, the body limit, the trusted proxies, HTTP metrics. */
 export function createApp(deps: AppDeps): HttpApp {
-  return createHttpApp({ routes: buildRoutes(deps), maxBodyBytes: deps.config.maxBodyBytes, metrics: httpMetrics(), log: deps.log });
+  return createHttpApp({
+    routes: buildRoutes(deps),
+    maxBodyBytes: deps.config.maxBodyBytes,
+    trustedProxies: deps.config.trustedProxies,
+    metrics: httpMetrics(),
+    log: deps.log,
+  });
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { MIN_SECRET_LENGTH } from './engine/rpc/auth.js';
 import { formatEngineAddress } from './engine/rpc/address.js';
 import type { EngineOptions } from './engine/types.js';
+import { parseTrustedProxies, type Cidr } from './api/client-address.js';
 import type { HttpImplementation } from './api/route.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
 import { DEFAULT_SHUTDOWN_GRACE_SECONDS } from './http/types.js';
@@ -63,6 +64,8 @@ export interface Config {
   modelAliases: Record<string, string>;
   /** Prompt tokens a state may take without the long-context header; null = all the engine holds. */
   contextTokens: number | null;
+  /** Peers whose X-Forwarded-For and X-Forwarded-Proto name the client (--trusted-proxies); empty: none. */
+  trustedProxies: readonly Cidr[];
   /** The HTTP front (--http): node forces node:http; uws (the default) falls back to it where uWS cannot load. */
   http: HttpImplementation | undefined;
   engine: Partial<EngineOptions>;
@@ -121,6 +124,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
     help: 'HTTP front: "uws" (uWebSockets.js, a binary republished on npm that could not be matched to an upstream release: docs/security.md) or "node" (Node\'s own node:http, the same routes and limits) (default uws, node where uWS cannot load)',
   },
   { flag: '--max-body-bytes', env: 'ARBITRA_MAX_BODY_BYTES', help: 'largest request body, else 413 (default 1048576)' },
+  {
+    flag: '--trusted-proxies',
+    env: 'ARBITRA_TRUSTED_PROXIES',
+    help: "comma-separated addresses or CIDR blocks of the proxies in front (e.g. HAProxy's address): from them, and only them, X-Forwarded-For names the client every per-address limit counts and X-Forwarded-Proto says whether it came over TLS (default none: both headers are ignored)",
+  },
   {
     flag: '--shutdown-grace-seconds',
     env: 'ARBITRA_SHUTDOWN_GRACE_SECONDS',
@@ -383,6 +391,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     shutdownGraceSeconds: int('--shutdown-grace-seconds', 0, 86_400) ?? DEFAULT_SHUTDOWN_GRACE_SECONDS,
     modelAliases: parseAliases(env.ARBITRA_MODEL_ALIASES),
     contextTokens: int('--context-tokens', 16, 1 << 24) ?? null,
+    trustedProxies: trustedProxyList(raw('--trusted-proxies')),
     http: choice('--http', ['uws', 'node'] as const),
     engine,
     limits,
@@ -462,6 +471,16 @@ function calibrationMode(r: { value: string; source: string } | undefined): Cali
   const mode = CALIBRATION_MODES.get(r.value.trim().toLowerCase());
   if (!mode) throw new ConfigError(`${r.source} must be "off", "fitted" (or "on") or "preset", got ${JSON.stringify(r.value)}`);
   return mode;
+}
+
+/** "10.0.1.5,fd00::/64" → the blocks whose forwarding headers are believed. */
+function trustedProxyList(r: { value: string; source: string } | undefined): Cidr[] {
+  if (!r) return [];
+  try {
+    return parseTrustedProxies(r.value);
+  } catch (err) {
+    throw new ConfigError(`${r.source}: ${(err as Error).message}`);
+  }
 }
 
 const MAX_GPUS = 64;

@@ -4,11 +4,13 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError, ValidationFailure } from './errors.js';
 import type { HttpRequest } from './route.js';
 import { CSRF_HEADER, crossOrigin, sessionCookie, sessionsFor, type ConsoleSession } from './console-session.js';
+import type { SecretThrottle } from './secret-throttle.js';
 import type { ApiKeyRecord, KeyStore } from '../store/types.js';
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-export async function authenticate(req: HttpRequest, keys: KeyStore): Promise<ApiKeyRecord> {
+/** The key of an API request; a wrong one counts against its address (`throttle`). */
+export async function authenticate(req: HttpRequest, keys: KeyStore, throttle: SecretThrottle): Promise<ApiKeyRecord> {
   const header = req.headers['authorization'];
   if (header === undefined || header.trim() === '') {
     throw new ApiError('authentication_error', 'Missing API key: send the header "Authorization: Bearer <API_KEY>".');
@@ -17,11 +19,12 @@ export async function authenticate(req: HttpRequest, keys: KeyStore): Promise<Ap
   if (!match) {
     throw new ApiError('authentication_error', 'Malformed Authorization header: expected "Bearer <API_KEY>".');
   }
-  const record = await keys.verify(match[1]!);
-  if (!record) {
-    throw new ApiError('authentication_error', 'Invalid API key: it is unknown or has been revoked.');
-  }
-  return record;
+  return throttle.check(
+    req,
+    'api_key',
+    () => keys.verify(match[1]!),
+    () => new ApiError('authentication_error', 'Invalid API key: it is unknown or has been revoked.'),
+  );
 }
 
 export interface ConsoleIdentity {
@@ -46,9 +49,11 @@ export function sameSecret(given: string, expected: string): boolean {
  * The console caller: X-Arbitra-Console-Token (or X-TypeSafe-Console-Token) must equal the
  * operator's ARBITRA_CONSOLE_TOKEN, and X-Arbitra-User-Email (or X-TypeSafe-User-Email) names the
  * user; or, from the browser console, a signed-in session cookie with its CSRF header. With no
- * console token configured the console is closed (503), never open.
+ * console token configured the console is closed (503), never open. A wrong token counts against
+ * its address (`throttle`); the cookie and its CSRF token are MACs under a key derived from the
+ * console token, which no number of guesses reaches, so they are not counted.
  */
-export function consoleIdentity(req: HttpRequest, consoleToken: string | undefined): ConsoleIdentity {
+export async function consoleIdentity(req: HttpRequest, consoleToken: string | undefined, throttle: SecretThrottle): Promise<ConsoleIdentity> {
   if (consoleToken === undefined || consoleToken === '') throw consoleClosed();
   const given = req.headers['x-arbitra-console-token'] ?? req.headers['x-typesafe-console-token'];
   if ((given === undefined || given === '') && sessionCookie(req) !== undefined) return sessionIdentity(req, consoleToken);
@@ -58,9 +63,12 @@ export function consoleIdentity(req: HttpRequest, consoleToken: string | undefin
       'Missing console token: console routes need the X-Arbitra-Console-Token header (an API key does not open them).',
     );
   }
-  if (!sameSecret(given, consoleToken)) {
-    throw new ApiError('authentication_error', 'Invalid console token.');
-  }
+  await throttle.check(
+    req,
+    'console',
+    () => sameSecret(given, consoleToken) || null,
+    () => new ApiError('authentication_error', 'Invalid console token.'),
+  );
   const headerName = req.headers['x-arbitra-user-email'] !== undefined ? 'x-arbitra-user-email' : 'x-typesafe-user-email';
   const raw = req.headers[headerName];
   if (raw === undefined || raw.trim() === '') {

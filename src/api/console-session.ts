@@ -44,6 +44,10 @@ export class ConsoleSessions {
     return createHmac('sha256', this.key).update(`${label}\0${value}`).digest();
   }
 
+  /**
+   * A new session; `secure` (the request came over TLS, as a trusted proxy says) marks the cookie
+   * Secure, which a console served over plain HTTP could never get back.
+   */
   issue(email: string, now: number, secure: boolean): IssuedSession {
     const expiresAt = now + SESSION_SECONDS * 1000;
     const payload = b64url(Buffer.from(JSON.stringify({ e: email, x: expiresAt, n: b64url(randomBytes(12)) })));
@@ -96,14 +100,6 @@ export function sessionCookie(req: HttpRequest): string | undefined {
     if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim() || undefined;
   }
   return undefined;
-}
-
-/**
- * Whether the page was reached over HTTPS (directly or through a proxy that says so), so the cookie
- * can be marked Secure; a plain-HTTP self-hosted console would otherwise never get its cookie back.
- */
-export function overHttps(req: HttpRequest): boolean {
-  return (req.headers['x-forwarded-proto'] ?? '').split(',')[0]!.trim().toLowerCase() === 'https';
 }
 
 /**

@@ -4,6 +4,7 @@
 import type { LimitsConfig } from '../limits/config.js';
 import type { Admission, Charge, RequestGate } from '../limits/types.js';
 import type { Store } from '../store/index.js';
+import { addressBlock } from './client-address.js';
 import { ApiError } from './errors.js';
 
 const MICRO = 1_000_000;
@@ -71,14 +72,14 @@ export function createGate(store: Store, limits: LimitsConfig): RequestGate {
 }
 
 export interface IpLimiter {
-  /** Counts one request from this address; throws 429 too_many_requests over the limit. */
+  /** Counts one request from this address (an IPv6 one by its /64); throws 429 too_many_requests over the limit. */
   check(ip: string): Promise<void>;
 }
 
 export function createIpLimiter(store: Store, limits: LimitsConfig): IpLimiter {
   return {
     async check(ip) {
-      const wait = await store.counters.hitIp(ip, limits.ipRequestsPerMinute);
+      const wait = await store.counters.hitIp(addressBlock(ip), limits.ipRequestsPerMinute);
       if (wait > 0) {
         throw new ApiError(
           'too_many_requests',

@@ -50,9 +50,10 @@ function toJson(schema: TSchema, components: Json): Json {
 }
 
 // The key and the console's user live in the store: with PostgreSQL unreachable, both are a 503.
+// An address that sent too many wrong secrets is a 429 (src/api/secret-throttle.ts).
 const ERROR_STATUSES_BY_AUTH: Record<string, number[]> = {
-  api_key: [401, 503],
-  console: [401, 503],
+  api_key: [401, 429, 503],
+  console: [401, 429, 503],
   none: [],
 };
 

@@ -14,8 +14,13 @@ export interface HttpRequest {
   body: Buffer;
   /** Path parameters filled by the router, e.g. { key_id: "..." } for /v1/console/api-keys/{key_id} */
   params: Record<string, string>;
-  /** Remote address of the peer. */
+  /**
+   * The client's address: the peer's, or behind a trusted proxy (--trusted-proxies) the one it
+   * forwarded for (src/api/client-address.ts), in canonical text.
+   */
   ip: string;
+  /** Whether the client reached us over TLS, as a trusted proxy's X-Forwarded-Proto says; never from the client itself. */
+  secure: boolean;
   /** The id sent back as x-request-id. */
   requestId: string;
   /** Monotonic start time (performance.now()) for latency metrics. */

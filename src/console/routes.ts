@@ -3,6 +3,7 @@
 import { Type, type TSchema, type Static } from '@sinclair/typebox';
 import { ApiError, ValidationFailure } from '../api/errors.js';
 import { consoleIdentity } from '../api/auth.js';
+import type { SecretThrottle } from '../api/secret-throttle.js';
 import { PathId } from '../api/schemas/common.js';
 import { parseJsonBody } from '../api/json-body.js';
 import { applyDefaults, compileBodyParser, compileParamsParser, compileValidator, dropUnknownMembers } from '../api/validation.js';
@@ -32,6 +33,8 @@ export interface ConsoleDeps {
   limits: LimitsConfig;
   /** ARBITRA_CONSOLE_TOKEN; when unset every console route answers 503. */
   consoleToken?: string;
+  /** Wrong console tokens count against their address. */
+  secretThrottle: SecretThrottle;
 }
 
 /**
@@ -53,7 +56,7 @@ const KeyParams = Type.Object({ key_id: PathId });
 
 export function consoleRoutes(deps: ConsoleDeps): Route[] {
   const { store, limits } = deps;
-  const identify = (req: HttpRequest) => consoleIdentity(req, deps.consoleToken);
+  const identify = (req: HttpRequest) => consoleIdentity(req, deps.consoleToken, deps.secretThrottle);
   const parseSync = optionalBody(ConsoleUserSync);
   const parseKeyCreate = optionalBody(ApiKeyCreate);
   const parseTokenCreate = optionalBody(VerificationTokenCreate);
@@ -84,7 +87,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       summary: 'Create or update the console user (name, image); returns a stable user_id.',
       schemas: { body: ConsoleUserSync, response: ConsoleUserSyncResponse },
       handler: async (req) => {
-        const { email } = identify(req);
+        const { email } = await identify(req);
         const body = parseSync(req);
         const user = await store.users.sync(email, { name: body.name, image: body.image });
         return { status: 200, body: { user_id: user.id, email: user.email, name: user.name, image: user.image } };
@@ -96,7 +99,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       summary: "List the user's API keys (prefix and masked form only, never the secret).",
       schemas: { response: ApiKeyListResponse },
       handler: async (req) => {
-        const { email } = identify(req);
+        const { email } = await identify(req);
         const month = utcMonth(Date.now());
         return { status: 200, body: { keys: await listItems(await store.keys.list(email), month) } };
       },
@@ -109,7 +112,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       errorStatuses: [409],
       schemas: { body: ApiKeyCreate, response: ApiKeyCreateResponse },
       handler: async (req) => {
-        const { email } = identify(req);
+        const { email } = await identify(req);
         const body = parseKeyCreate(req);
         const { record, secret } = await store.keys.create(email, body.name).catch((err: unknown) => {
           if (!(err instanceof KeyLimitError)) throw err;
@@ -137,7 +140,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       summary: 'Revoke an API key at once; the next request with it, on any worker, is 401.',
       schemas: { response: ApiKeyRevokeResponse, params: KeyParams },
       handler: async (req) => {
-        const { email } = identify(req);
+        const { email } = await identify(req);
         const { key_id: id } = parseKeyParams(req);
         const revoked = await store.keys.revoke(id, email);
         if (!revoked || revoked.revoked_at === null) {
@@ -152,7 +155,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       summary: 'Plan, this UTC month, decisions this month, monthly cap and keys.',
       schemas: { response: AccountSummaryResponse },
       handler: async (req) => {
-        const { email } = identify(req);
+        const { email } = await identify(req);
         const now = Date.now();
         const month = utcMonth(now);
         const user = await store.users.getByEmail(email);
@@ -177,7 +180,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       summary: 'One row per key per UTC day: decisions admitted and refused by rate limits or quotas.',
       schemas: { response: UsageListResponse },
       handler: async (req) => {
-        const { email } = identify(req);
+        const { email } = await identify(req);
         const keys = await store.keys.list(email);
         const byId = new Map(keys.map((k) => [k.id, k]));
         const rows = (await store.counters.usageRows(keys.map((k) => k.id))).map((r) => {
@@ -193,7 +196,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       summary: 'Issue a single-use verification token for the user (stored hashed, expires).',
       schemas: { body: VerificationTokenCreate, response: VerificationTokenCreateResponse },
       handler: async (req) => {
-        const { email } = identify(req);
+        const { email } = await identify(req);
         const body = parseTokenCreate(req);
         const user = await store.users.sync(email);
         const { token, record } = await store.verificationTokens.issue(user, body.purpose, limits.verificationTokenTtlSeconds);
@@ -218,7 +221,7 @@ export function consoleRoutes(deps: ConsoleDeps): Route[] {
       errorStatuses: [404, 409, 410],
       schemas: { body: VerificationTokenUse, response: VerificationTokenUseResponse },
       handler: async (req) => {
-        const { email } = identify(req);
+        const { email } = await identify(req);
         const body = parseTokenUse(req);
         const result = await store.verificationTokens.use(body.token, email);
         switch (result.status) {

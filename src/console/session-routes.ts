@@ -4,8 +4,9 @@
 import { ApiError, ValidationFailure } from '../api/errors.js';
 import { valueError } from '../decision/schema/problems.js';
 import { consoleClosed, consoleIdentity, consoleSession, isValidEmail, sameSecret } from '../api/auth.js';
-import { clearedCookie, overHttps, sessionsFor, type ConsoleSession } from '../api/console-session.js';
+import { clearedCookie, sessionsFor, type ConsoleSession } from '../api/console-session.js';
 import type { IpLimiter } from '../api/gate.js';
+import type { SecretThrottle } from '../api/secret-throttle.js';
 import { compileBodyParser } from '../api/validation.js';
 import type { HttpRequest, HttpResponse, Route } from '../api/route.js';
 import type { ModelCatalog } from '../api/routes/models.js';
@@ -20,21 +21,22 @@ export interface ConsoleSessionDeps {
   engine: EngineService;
   models: ModelCatalog;
   consoleToken?: string;
-  /** Sign-in attempts count against the per-address limit, which bounds guessing the token. */
+  /** Sign-in attempts count against the per-address request limit. */
   ipLimiter: IpLimiter;
+  /** Wrong console tokens count against their address, on every route that takes the token. */
+  secretThrottle: SecretThrottle;
 }
 
 function sessionBody(session: ConsoleSession): Static<typeof ConsoleSessionResponse> {
   return { email: session.email, csrf: session.csrf, expires_at: new Date(session.expiresAt).toISOString() };
 }
 
-/** The token, checked; an API key in its place is named as such, because that is the usual mistake. */
-function checkToken(given: string, consoleToken: string): void {
-  if (sameSecret(given, consoleToken)) return;
+/** The refusal of a wrong token; an API key in its place is named as such, because that is the usual mistake. */
+function wrongToken(given: string): ApiError {
   const hint = given.startsWith(KEY_PREFIX)
     ? " That is an API key: the console opens with the operator's console token (ARBITRA_CONSOLE_TOKEN), never with an API key."
     : '';
-  throw new ApiError('authentication_error', `Invalid console token.${hint}`);
+  return new ApiError('authentication_error', `Invalid console token.${hint}`);
 }
 
 export function consoleSessionRoutes(deps: ConsoleSessionDeps): Route[] {
@@ -57,13 +59,18 @@ export function consoleSessionRoutes(deps: ConsoleSessionDeps): Route[] {
         const consoleToken = token();
         await deps.ipLimiter.check(req.ip);
         const body = parseSignIn(req);
-        checkToken(body.token, consoleToken);
+        await deps.secretThrottle.check(
+          req,
+          'console',
+          () => sameSecret(body.token, consoleToken) || null,
+          () => wrongToken(body.token),
+        );
         const email = body.email.trim().toLowerCase();
         if (!isValidEmail(email)) {
           throw new ValidationFailure([valueError(['body', 'email'], 'value is not a valid email address', body.email)]);
         }
         await deps.store.users.sync(email);
-        const session = sessionsFor(consoleToken).issue(email, Date.now(), overHttps(req));
+        const session = sessionsFor(consoleToken).issue(email, Date.now(), req.secure);
         return { status: 200, headers: { ...noStore, 'set-cookie': session.setCookie }, body: sessionBody(session) };
       },
     }),
@@ -81,10 +88,10 @@ export function consoleSessionRoutes(deps: ConsoleSessionDeps): Route[] {
       method: 'DELETE',
       path: '/console/session',
       summary: 'Sign out: the session cookie is cleared.',
-      errorStatuses: [401, 403, 503],
-      handler(req): HttpResponse {
-        consoleIdentity(req, token());
-        return { status: 200, headers: { ...noStore, 'set-cookie': clearedCookie(overHttps(req)) }, body: { signed_out: true } };
+      errorStatuses: [401, 403, 429, 503],
+      async handler(req): Promise<HttpResponse> {
+        await consoleIdentity(req, token(), deps.secretThrottle);
+        return { status: 200, headers: { ...noStore, 'set-cookie': clearedCookie(req.secure) }, body: { signed_out: true } };
       },
     }),
     route({
@@ -94,7 +101,7 @@ export function consoleSessionRoutes(deps: ConsoleSessionDeps): Route[] {
       auth: 'console',
       schemas: { response: ConsoleModelFacts },
       async handler(req: HttpRequest) {
-        consoleIdentity(req, deps.consoleToken);
+        await consoleIdentity(req, deps.consoleToken, deps.secretThrottle);
         const info = await deps.engine.info();
         const body: Static<typeof ConsoleModelFacts> = {
           id: deps.models.id,

@@ -3,6 +3,7 @@
 // behave identically.
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { clientOrigin, type Cidr } from '../api/client-address.js';
 import { ApiError } from '../api/errors.js';
 import { renderError, renderResponse, type ErrorLogger } from '../api/render.js';
 import { ACCEPTED_CODINGS, BODY_METHODS, type HttpRequest, type Route, type WireResponse } from '../api/route.js';
@@ -18,6 +19,8 @@ const DEFAULT_BODY_TYPES: readonly BodyType[] = ['json'];
 export interface HttpAppOptions {
   routes: Route[];
   maxBodyBytes?: number;
+  /** Peers whose X-Forwarded-For and X-Forwarded-Proto are believed (--trusted-proxies); none by default. */
+  trustedProxies?: readonly Cidr[];
   metrics?: HttpMetrics;
   log?: ErrorLogger;
 }
@@ -25,6 +28,7 @@ export interface HttpAppOptions {
 export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const router = createRouter(opts.routes);
   const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const trustedProxies = opts.trustedProxies ?? [];
 
   function finish(req: HttpRequest, routeLabel: string, wire: WireResponse): WireResponse {
     opts.metrics?.observe(routeLabel, req.method, wire.status, (performance.now() - req.startedAt) / 1000);
@@ -73,6 +77,8 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 
     begin({ method, url, headers, ip, signal }) {
       const q = url.indexOf('?');
+      // Once, here, so every limiter and the session cookie see the same client.
+      const { ip: client, secure } = clientOrigin(ip, headers, trustedProxies);
       return {
         method: method.toUpperCase(),
         path: q < 0 ? url : url.slice(0, q),
@@ -80,7 +86,8 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
         headers,
         body: Buffer.alloc(0),
         params: {},
-        ip: ip.startsWith('::ffff:') ? ip.slice(7) : ip,
+        ip: client,
+        secure,
         requestId: randomUUID(),
         startedAt: performance.now(),
         signal,

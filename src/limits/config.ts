@@ -26,6 +26,13 @@ export interface LimitsConfig {
   paygUrl: string;
   /** Requests per IP per minute on unauthenticated routes (ARBITRA_IP_LIMIT_PER_MINUTE, default 60). */
   ipRequestsPerMinute: number;
+  /**
+   * Wrong secrets (API keys, console tokens) one address may send per window before it is refused
+   * with 429 without its secret being checked (ARBITRA_SECRET_FAILURE_LIMIT, default 20).
+   */
+  secretFailureLimit: number;
+  /** The fixed window those failures are counted in (ARBITRA_SECRET_FAILURE_WINDOW_SECONDS, default 300). */
+  secretFailureWindowSeconds: number;
   /** Lifetime of a console verification token (ARBITRA_VERIFICATION_TOKEN_TTL_SECONDS, default 86400). */
   verificationTokenTtlSeconds: number;
   /** Days a retained request is kept (ARBITRA_RETENTION_DAYS, default 30). */
@@ -100,6 +107,11 @@ export const LIMITS_DEFAULTS: Readonly<LimitsConfig> = Object.freeze({
   topupUrl: '/console/billing/topup',
   paygUrl: '/console/billing/pay-as-you-go',
   ipRequestsPerMinute: 60,
+  // 20 wrong secrets per 5 minutes is about 5,800 guesses a day from one address: hopeless against a
+  // 256-bit API key or a console token of 16 random characters, and still far from a lockout for a
+  // person who mistypes or a client retrying a revoked key a few times before someone notices.
+  secretFailureLimit: 20,
+  secretFailureWindowSeconds: 300,
   verificationTokenTtlSeconds: 86400,
   retentionDays: 30,
   purgeIntervalSeconds: 3600,
@@ -191,6 +203,8 @@ export function loadLimitsConfig(env: NodeJS.ProcessEnv, preset: LimitsPreset = 
     topupUrl: readUrl(env, 'ARBITRA_TOPUP_URL', d.topupUrl),
     paygUrl: readUrl(env, 'ARBITRA_PAYG_URL', d.paygUrl),
     ipRequestsPerMinute: readInt(env, 'ARBITRA_IP_LIMIT_PER_MINUTE', d.ipRequestsPerMinute, 1),
+    secretFailureLimit: readInt(env, 'ARBITRA_SECRET_FAILURE_LIMIT', d.secretFailureLimit, 1),
+    secretFailureWindowSeconds: readInt(env, 'ARBITRA_SECRET_FAILURE_WINDOW_SECONDS', d.secretFailureWindowSeconds, 1),
     verificationTokenTtlSeconds: readInt(env, 'ARBITRA_VERIFICATION_TOKEN_TTL_SECONDS', d.verificationTokenTtlSeconds, 1),
     retentionDays: readInt(env, 'ARBITRA_RETENTION_DAYS', d.retentionDays, 1),
     purgeIntervalSeconds: readInt(env, 'ARBITRA_PURGE_INTERVAL_SECONDS', d.purgeIntervalSeconds, 1),

@@ -25,3 +25,9 @@ export function secondsToUtcMonthEnd(ms: number): number {
 export function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
+
+/** The end (epoch ms) of the fixed window of `seconds` that holds `ms`; windows start on multiples of their length. */
+export function windowEnd(ms: number, seconds: number): number {
+  const length = seconds * 1000;
+  return (Math.floor(ms / length) + 1) * length;
+}

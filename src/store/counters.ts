@@ -3,9 +3,9 @@
 // environment, so checks and increments are exact across cluster workers.
 import type { StoreEnv } from './env.js';
 import { countsAsRateLimited, refusalOf, startingMicro } from './admission.js';
-import { utcDay, utcMonth } from './clock.js';
+import { utcDay, utcMonth, windowEnd } from './clock.js';
 import { randomBase62 } from './secret.js';
-import type { AdmitResult, CounterStore, UsageDayRow } from './types.js';
+import type { AdmitResult, CounterStore, FailureWindow, UsageDayRow } from './types.js';
 
 interface DayCounts {
   requests: number;
@@ -32,7 +32,7 @@ function pidAlive(pid: number): boolean {
 }
 
 export function createCounterStore(env: StoreEnv): CounterStore {
-  const { usage_day, user_day, user_month, rate, in_flight, ip_rate, balances } = env.dbs;
+  const { usage_day, user_day, user_month, rate, in_flight, ip_rate, secret_failures, balances } = env.dbs;
 
   function bump(keyId: string, day: string, field: keyof DayCounts): void {
     const cur = (usage_day.get([keyId, day]) as DayCounts | undefined) ?? { requests: 0, rate_limited: 0 };
@@ -96,6 +96,22 @@ export function createCounterStore(env: StoreEnv): CounterStore {
         if (count >= perMinute) return Math.max(1, Math.ceil(((minute + 1) * 60000 - nowMs) / 1000));
         ip_rate.putSync(ip, { minute, count: count + 1 });
         return 0;
+      });
+    },
+
+    async secretFailures(scope, windowSeconds, nowMs = Date.now()) {
+      const endsAt = windowEnd(nowMs, windowSeconds);
+      return { count: (secret_failures.get([endsAt, scope]) as number | undefined) ?? 0, endsAt };
+    },
+
+    async addSecretFailure(scope, windowSeconds, nowMs = Date.now()) {
+      const endsAt = windowEnd(nowMs, windowSeconds);
+      return env.root.transactionSync((): FailureWindow => {
+        // Collected first: removing under an open cursor is not safe.
+        for (const ended of [...secret_failures.getKeys({ end: [nowMs + 1], limit: 2 })]) secret_failures.removeSync(ended);
+        const count = ((secret_failures.get([endsAt, scope]) as number | undefined) ?? 0) + 1;
+        secret_failures.putSync([endsAt, scope], count);
+        return { count, endsAt };
       });
     },
 

@@ -24,6 +24,7 @@ export const DB_NAMES = [
   'rate', // key_id -> { second, count }
   'in_flight', // [key_id, slot_id] -> { pid, at }
   'ip_rate', // ip -> { minute, count }
+  'secret_failures', // [window_end_ms, scope] -> failed secrets in that window (ordered by end, so ended windows are cleared from the front)
   'balances', // user_id -> balance in micro-EUR (integer)
   'waitlist', // email -> WaitlistEntry
   'traces', // [key_id, request_id, question] -> TraceRecord

@@ -111,6 +111,13 @@ export interface UsageDayRow {
   rate_limited: number;
 }
 
+/** Failed secrets counted in one fixed window. */
+export interface FailureWindow {
+  count: number;
+  /** Epoch ms when the window ends and counting starts again from 0. */
+  endsAt: number;
+}
+
 /** Usage counters and the state behind the request gate and the IP limiter (src/limits uses it). */
 export interface CounterStore {
   /**
@@ -121,6 +128,17 @@ export interface CounterStore {
   release(keyId: string, slotId: string): Promise<void>;
   /** Fixed one-minute window per IP; returns seconds to wait, or 0 when admitted. */
   hitIp(ip: string, perMinute: number, nowMs?: number): Promise<number>;
+  /**
+   * Failed secrets counted under `scope` (what was guessed, from which address) in the fixed window
+   * of `windowSeconds` that holds now. A read: checking an address costs no write.
+   */
+  secretFailures(scope: string, windowSeconds: number, nowMs?: number): Promise<FailureWindow>;
+  /**
+   * Counts one failed secret, atomically across processes and nodes, and returns the window with it
+   * counted. Each call also clears up to two windows that have ended, so the rows of addresses that
+   * stopped failing never pile up.
+   */
+  addSecretFailure(scope: string, windowSeconds: number, nowMs?: number): Promise<FailureWindow>;
   /** Subtracts micro-EUR from the user's balance (initialised to the starting balance); returns the new balance. */
   charge(userId: string, microEur: number, startingBalanceEur: number): Promise<number>;
   /** Adds credit; returns the new balance in micro-EUR. */

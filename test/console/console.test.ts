@@ -112,7 +112,7 @@ for (const backend of await backendsFor(t)) {
     t.match(account.json, { monthly_cap: 0, total_requests: 3, keys: [{ id: record.id, month_requests: 3 }] });
     t.notOk('balance_eur' in account.json, 'no billing by default');
 
-    const doc = generateOpenApi(consoleRoutes({ store: h.store, limits: h.limits, consoleToken: TOKEN })) as any;
+    const doc = generateOpenApi(consoleRoutes({ store: h.store, limits: h.limits, consoleToken: TOKEN, secretThrottle: h.secretThrottle })) as any;
     const summary = doc.paths['/v1/console/account'].get.responses['200'].content['application/json'].schema;
     t.ok(summary.required.includes('monthly_cap'), 'monthly_cap is required');
     t.equal(summary.properties.monthly_cap.type, 'integer');

@@ -9,12 +9,14 @@ import { consoleRoutes } from '../../src/console/routes.js';
 import { waitlistRoutes } from '../../src/api/routes/waitlist.js';
 import { tracesRoutes } from '../../src/api/routes/traces.js';
 import { retentionRoutes } from '../../src/api/routes/retention.js';
+import { createSecretThrottle, type SecretThrottle } from '../../src/api/secret-throttle.js';
 
 export const TOKEN = 'console-secret-for-tests';
 
 export interface Harness {
   store: Store;
   limits: LimitsConfig;
+  secretThrottle: SecretThrottle;
   url: string;
   call(method: string, path: string, opts?: { headers?: Record<string, string>; body?: unknown }): Promise<{ status: number; headers: Headers; json: any }>;
   console(email: string): Record<string, string>;
@@ -29,17 +31,19 @@ export async function startHarness(
 ): Promise<Harness> {
   const store = await openStore(location, storeOptions);
   const limits = loadLimitsConfig(env);
+  const secretThrottle = createSecretThrottle(store, limits);
   const routes: Route[] = [
-    ...consoleRoutes({ store, limits, consoleToken: consoleToken ?? undefined }),
+    ...consoleRoutes({ store, limits, consoleToken: consoleToken ?? undefined, secretThrottle }),
     ...waitlistRoutes({ store, limits }),
-    ...tracesRoutes({ store, limits }),
-    ...retentionRoutes({ store }),
+    ...tracesRoutes({ store, limits, secretThrottle }),
+    ...retentionRoutes({ store, secretThrottle }),
   ];
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, handler: createHttpApp({ routes, log: () => {} }), prefer: 'node' });
   const url = `http://127.0.0.1:${server.port}`;
   return {
     store,
     limits,
+    secretThrottle,
     url,
     async call(method, path, opts = {}) {
       const headers: Record<string, string> = { ...(opts.headers ?? {}) };
@@ -70,6 +74,7 @@ export function fakeRequest(headers: Record<string, string>, more: Partial<HttpR
     body: Buffer.alloc(0),
     params: {},
     ip: '127.0.0.1',
+    secure: false,
     requestId: 'r',
     startedAt: 0,
     ...more,

@@ -3,7 +3,10 @@
 import t from 'tap';
 import { consoleIdentity } from '../../src/api/auth.js';
 import { ApiError } from '../../src/api/errors.js';
-import { ConsoleSessions, crossOrigin, overHttps, SESSION_COOKIE, SESSION_SECONDS, sessionCookie } from '../../src/api/console-session.js';
+import { ConsoleSessions, crossOrigin, SESSION_COOKIE, SESSION_SECONDS, sessionCookie } from '../../src/api/console-session.js';
+import { createSecretThrottle } from '../../src/api/secret-throttle.js';
+import { loadLimitsConfig } from '../../src/limits/config.js';
+import { openStore } from '../../src/store/index.js';
 import { fakeRequest } from './helpers.js';
 
 const TOKEN = 'unit-console-token-0123456789';
@@ -44,8 +47,6 @@ t.test('the cookie is HttpOnly, SameSite=Strict, site-wide, Secure only over HTT
   t.match(plain, new RegExp(`; Max-Age=${SESSION_SECONDS}`));
   t.notMatch(plain, /Secure/);
   t.match(sessions.issue('ada@example.eu', NOW, true).setCookie, /; Secure$/);
-  t.ok(overHttps(req({ 'x-forwarded-proto': 'https' })));
-  t.notOk(overHttps(req({})));
 });
 
 t.test('the session cookie is found among others', async (t) => {
@@ -63,33 +64,35 @@ t.test('a request from another site is told apart by its Origin', async (t) => {
 });
 
 t.test('consoleIdentity takes a session with its CSRF header in place of the console headers', async (t) => {
+  const store = await openStore(t.testdir());
+  t.teardown(() => store.close());
+  const throttle = createSecretThrottle(store, loadLimitsConfig({}));
   const issued = new ConsoleSessions(TOKEN).issue('ada@example.eu', Date.now(), false);
   const cookie = `${SESSION_COOKIE}=${valueOf(issued.setCookie)}`;
-  t.same(consoleIdentity(req({ cookie, 'x-arbitra-csrf': issued.csrf, host: 'h' }), TOKEN), { email: 'ada@example.eu' });
-  const refusal = (headers: Record<string, string>) => {
-    try {
-      consoleIdentity(req(headers), TOKEN);
-    } catch (err) {
-      return err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
-    }
-    return 'accepted';
-  };
-  t.match(refusal({ cookie }), /^forbidden: .*x-arbitra-csrf/, 'no CSRF header');
-  t.match(refusal({ cookie, 'x-arbitra-csrf': 'wrong' }), /^forbidden/, 'a wrong CSRF header');
-  t.match(refusal({ cookie, 'x-arbitra-csrf': issued.csrf, host: 'h', origin: 'http://evil.example' }), /^forbidden: .*another site/);
-  t.match(refusal({ cookie: `${SESSION_COOKIE}=forged.value`, 'x-arbitra-csrf': issued.csrf }), /^authentication_error: .*sign in again/);
-  t.equal(refusal({ cookie, 'x-arbitra-csrf': issued.csrf }), 'accepted', 'no Host and no Origin: a same-origin call');
+  t.same(await consoleIdentity(req({ cookie, 'x-arbitra-csrf': issued.csrf, host: 'h' }), TOKEN, throttle), { email: 'ada@example.eu' });
+  const refusal = (headers: Record<string, string>, token: string | undefined): Promise<string> =>
+    consoleIdentity(req(headers), token, throttle).then(
+      () => 'accepted',
+      (err: unknown) => (err instanceof ApiError ? `${err.code}: ${err.message}` : String(err)),
+    );
+  t.match(await refusal({ cookie }, TOKEN), /^forbidden: .*x-arbitra-csrf/, 'no CSRF header');
+  t.match(await refusal({ cookie, 'x-arbitra-csrf': 'wrong' }, TOKEN), /^forbidden/, 'a wrong CSRF header');
+  t.match(await refusal({ cookie, 'x-arbitra-csrf': issued.csrf, host: 'h', origin: 'http://evil.example' }, TOKEN), /^forbidden: .*another site/);
+  t.match(await refusal({ cookie: `${SESSION_COOKIE}=forged.value`, 'x-arbitra-csrf': issued.csrf }, TOKEN), /^authentication_error: .*sign in again/);
+  t.equal(await refusal({ cookie, 'x-arbitra-csrf': issued.csrf }, TOKEN), 'accepted', 'no Host and no Origin: a same-origin call');
   t.match(
-    refusal({
-      cookie: `${SESSION_COOKIE}=${valueOf(new ConsoleSessions('another-console-token-01234').issue('ada@example.eu', Date.now(), false).setCookie)}`,
-    }),
+    await refusal(
+      {
+        cookie: `${SESSION_COOKIE}=${valueOf(new ConsoleSessions('another-console-token-01234').issue('ada@example.eu', Date.now(), false).setCookie)}`,
+      },
+      TOKEN,
+    ),
     /^authentication_error/,
     'a session of another console token',
   );
-  try {
-    consoleIdentity(req({ cookie, 'x-arbitra-csrf': issued.csrf }), undefined);
-    t.fail('a closed console takes no session');
-  } catch (err) {
-    t.match((err as ApiError).message, /ARBITRA_CONSOLE_TOKEN.*at least 16 characters/);
-  }
+  t.match(
+    await refusal({ cookie, 'x-arbitra-csrf': issued.csrf }, undefined),
+    /ARBITRA_CONSOLE_TOKEN.*at least 16 characters/,
+    'a closed console takes no session',
+  );
 });

@@ -44,6 +44,7 @@ t.test("the API node's example settings load: remote engines over TLS, PostgreSQ
   t.match(c.store, /^postgres:\/\//);
   t.ok(c.keySecret && c.engineSecret && c.engineCa, 'key secret, engine secret and CA set');
   t.equal(c.listen, null);
+  t.equal(c.trustedProxies.length, 1, 'HAProxy is the one trusted proxy, so per-address limits count clients');
 });
 
 t.test("an engine instance's example settings load: it listens with TLS", async (t) => {
@@ -81,9 +82,20 @@ t.test('the units run the commands that exist, with the env files the examples d
 
 t.test('HAProxy checks /health and waits longer than a decision may run', async (t) => {
   const cfg = read('haproxy/haproxy.cfg');
-  t.match(cfg, /option httpchk GET \/health/);
+  t.match(cfg, /^\s*option httpchk\s*$/m);
+  // A bare `option httpchk GET /health` is HTTP/1.0, which the uWebSockets.js front answers 505.
+  t.match(cfg, /http-check send meth GET uri \/health ver HTTP\/1\.1 hdr Host \S+/);
   t.match(cfg, /http-check expect status 200/);
   const server = Number(/timeout server (\d+)s/.exec(cfg)?.[1]);
   t.ok(server > LIMITS_DEFAULTS.requestDeadlineSeconds, `timeout server ${server} s > the ${LIMITS_DEFAULTS.requestDeadlineSeconds} s deadline`);
   t.notMatch(cfg, /retry-on[^\n]*(empty-response|response-timeout|5\d\d)/, 'a decision that reached a node is never sent again');
+});
+
+t.test('HAProxy tells the nodes who the client is, over which scheme, and keeps /metrics to itself', async (t) => {
+  const cfg = read('haproxy/haproxy.cfg');
+  const frontend = /^frontend [^\n]*\n((?:[ \t]+[^\n]*\n|\n)*)/m.exec(cfg)?.[1] ?? '';
+  t.match(frontend, /^\s*option forwardfor\s*$/m, 'the client address appended to X-Forwarded-For');
+  t.match(frontend, /http-request set-header X-Forwarded-Proto https if \{ ssl_fc \}/, 'https when TLS ended here');
+  t.match(frontend, /http-request set-header X-Forwarded-Proto http unless \{ ssl_fc \}/, 'a scheme the client claimed is replaced');
+  t.match(frontend, /http-request deny[^\n]* if \{ path_beg \/metrics \}/, '/metrics is refused on the public side');
 });

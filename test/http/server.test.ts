@@ -2,6 +2,7 @@
 import t from 'tap';
 import http from 'node:http';
 import { Type } from '@sinclair/typebox';
+import { parseTrustedProxies } from '../../src/api/client-address.js';
 import { ApiError } from '../../src/api/errors.js';
 import { compileBodyParser } from '../../src/api/validation.js';
 import { createHttpApp } from '../../src/http/pipeline.js';
@@ -38,6 +39,7 @@ const routes: Route[] = [
       throw new Error('kaboom with internals');
     },
   },
+  { method: 'GET', path: '/whoami', handler: (req) => ({ status: 200, body: { ip: req.ip, secure: req.secure } }) },
   { method: 'GET', path: '/text', handler: () => ({ status: 200, headers: { 'content-type': 'text/plain; version=0.0.4' }, body: 'plain\n' }) },
 ];
 
@@ -75,6 +77,22 @@ for (const impl of ['uws', 'node'] as HttpImplementation[]) {
       const again = await fetch(`${base}/items/x`);
       t.not(again.headers.get('x-request-id'), res.headers.get('x-request-id'), 'a fresh id per request');
       t.same(await (await fetch(`${base}/items/special`)).json(), { special: true }, 'a static segment wins over a parameter');
+    });
+
+    t.test('X-Forwarded-For and X-Forwarded-Proto count only from a trusted proxy', async (t) => {
+      const claims = { 'x-forwarded-for': '198.51.100.1, 203.0.113.9', 'x-forwarded-proto': 'https' };
+      t.same(await (await fetch(`${base}/whoami`, { headers: claims })).json(), { ip: '127.0.0.1', secure: false }, 'no proxy trusted: the peer, plain');
+      const behind = await startHttpServer({
+        host: '127.0.0.1',
+        port: 0,
+        handler: createHttpApp({ routes, trustedProxies: parseTrustedProxies('127.0.0.1'), log: () => {} }),
+        prefer: impl,
+      });
+      t.teardown(() => behind.close());
+      const via = (headers: Record<string, string>) => fetch(`http://127.0.0.1:${behind.port}/whoami`, { headers }).then((r) => r.json());
+      t.same(await via(claims), { ip: '203.0.113.9', secure: true }, 'from the trusted peer: the hop it appended, over TLS');
+      t.same(await via({}), { ip: '127.0.0.1', secure: false }, 'no header: the proxy itself');
+      t.same(await via({ 'x-forwarded-for': 'not-an-address' }), { ip: '127.0.0.1', secure: false }, 'a bad header is ignored');
     });
 
     t.test('404 and 405 as JSON errors', async (t) => {

@@ -269,7 +269,18 @@ t.test('the loc prefix is configurable', async (t) => {
 });
 
 function req(body: string): HttpRequest {
-  return { method: 'POST', path: '/', query: new URLSearchParams(), headers: {}, body: Buffer.from(body), params: {}, ip: '', requestId: 'r', startedAt: 0 };
+  return {
+    method: 'POST',
+    path: '/',
+    query: new URLSearchParams(),
+    headers: {},
+    body: Buffer.from(body),
+    params: {},
+    ip: '',
+    secure: false,
+    requestId: 'r',
+    startedAt: 0,
+  };
 }
 
 function failure(fn: () => unknown): unknown[] {

@@ -235,5 +235,10 @@ for (const backend of await backendsFor(t)) {
     t.equal((err as ApiError).code, 'too_many_requests');
     const ra = (err as ApiError).retryAfterSeconds ?? 0;
     t.ok(ra >= 1 && ra <= 60);
+    // One IPv6 subscriber holds a whole /64: a fresh address from it is the same client.
+    await ip.check('2001:db8:1:2::1');
+    await ip.check('2001:db8:1:2::2');
+    t.equal(await codeOf(ip.check('2001:db8:1:2:ffff::3')), 'too_many_requests', 'counted by the /64');
+    t.equal(await codeOf(ip.check('2001:db8:1:3::1')), null, 'the next /64 is another client');
   });
 }

@@ -4,6 +4,7 @@
 import path from 'node:path';
 import { ApiError } from '../errors.js';
 import { authenticate } from '../auth.js';
+import type { SecretThrottle } from '../secret-throttle.js';
 import { ModelsListResponse, type ModelInfo } from '../schemas/models.js';
 import { promptCapacity, type EngineService } from '../../engine/types.js';
 import type { Route } from '../route.js';
@@ -62,6 +63,7 @@ export interface ModelsRouteDeps {
   models: ModelCatalog;
   engine: EngineService;
   store: { keys: KeyStore };
+  secretThrottle: SecretThrottle;
 }
 
 export function modelsRoutes(deps: ModelsRouteDeps): Route[] {
@@ -75,7 +77,7 @@ export function modelsRoutes(deps: ModelsRouteDeps): Route[] {
       errorStatuses: [503],
       schemas: { response: ModelsListResponse },
       async handler(req) {
-        await authenticate(req, deps.store.keys);
+        await authenticate(req, deps.store.keys, deps.secretThrottle);
         const info = await deps.engine.info();
         const base = `${info.description || info.architecture}, ${info.quantMethod}, ${info.backend}`;
         const data: ModelInfo[] = deps.models.names.map((name) => ({

@@ -4,6 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../errors.js';
 import { authenticate } from '../auth.js';
+import type { SecretThrottle } from '../secret-throttle.js';
 import { PathId } from '../schemas/common.js';
 import { compileParamsParser } from '../validation.js';
 import type { Route } from '../route.js';
@@ -16,7 +17,7 @@ export const RetentionDeleteResponse = Type.Object({
 
 const RetentionParams = Type.Object({ request_id: PathId });
 
-export function retentionRoutes(deps: { store: Store }): Route[] {
+export function retentionRoutes(deps: { store: Store; secretThrottle: SecretThrottle }): Route[] {
   const parseParams = compileParamsParser(RetentionParams);
   return [
     {
@@ -27,7 +28,7 @@ export function retentionRoutes(deps: { store: Store }): Route[] {
       auth: 'api_key',
       tag: 'retention',
       handler: async (req) => {
-        const key = await authenticate(req, deps.store.keys);
+        const key = await authenticate(req, deps.store.keys, deps.secretThrottle);
         const { request_id: id } = parseParams(req);
         if (!(await deps.store.retention.delete(key.id, id))) {
           throw new ApiError('not_found', `No retained request with id ${JSON.stringify(id)} for this API key.`);

@@ -3,6 +3,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { authenticate } from '../auth.js';
+import type { SecretThrottle } from '../secret-throttle.js';
 import { ApiError, ValidationFailure, type ValidationErrorItem } from '../errors.js';
 import { API_VERSION } from '../render.js';
 import { SystemOneRequest, SystemOneResponse, type RetentionInfo, type Usage } from '../schemas/systemone.js';
@@ -25,6 +26,7 @@ export interface SystemOneDeps {
   engine: EngineService;
   store: { keys: KeyStore; idempotency: IdempotencyStore; retention: RetentionStore; calibrations: CalibrationStore };
   gate: RequestGate;
+  secretThrottle: SecretThrottle;
   models: ModelCatalog;
   /** Prompt tokens a request may use without the long-context header; null = all the engine holds. */
   contextTokens: number | null;
@@ -260,7 +262,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
   }
 
   async function handle(req: HttpRequest): Promise<HttpResponse> {
-    const key: ApiKeyRecord = await authenticate(req, deps.store.keys);
+    const key: ApiKeyRecord = await authenticate(req, deps.store.keys, deps.secretThrottle);
     const { body, parts } = readSystemOneBody(req);
     const request = validateSystemOneRequest(body);
     const fields = body as Record<string, unknown>;

@@ -8,6 +8,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ApiError, ValidationFailure } from '../errors.js';
 import { authenticate } from '../auth.js';
+import type { SecretThrottle } from '../secret-throttle.js';
 import { valueError } from '../../decision/schema/problems.js';
 import { parseJsonBody } from '../json-body.js';
 import { compileValidator } from '../validation.js';
@@ -40,7 +41,7 @@ export const TraceIngestResponse = Type.Object({
   rejected: Type.Array(Type.Object({ index: Type.Integer(), reason: Type.String() })),
 });
 
-export function tracesRoutes(deps: { store: Store; limits: Pick<LimitsConfig, 'tracesMax' | 'tracesMaxBytes'> }): Route[] {
+export function tracesRoutes(deps: { store: Store; limits: Pick<LimitsConfig, 'tracesMax' | 'tracesMaxBytes'>; secretThrottle: SecretThrottle }): Route[] {
   const checkItem = compileValidator(TraceItem, []);
   const quota: TraceQuota = { traces: deps.limits.tracesMax, bytes: deps.limits.tracesMaxBytes };
   return [
@@ -55,7 +56,7 @@ export function tracesRoutes(deps: { store: Store; limits: Pick<LimitsConfig, 't
       // whole quota is a 413, which every route lists already.
       errorStatuses: [429],
       handler: async (req) => {
-        const key = await authenticate(req, deps.store.keys);
+        const key = await authenticate(req, deps.store.keys, deps.secretThrottle);
         const raw = parseJsonBody(req);
         const items: unknown[] = Array.isArray(raw) ? raw : [raw];
         if (raw === null || typeof raw !== 'object') {

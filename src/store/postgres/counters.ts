@@ -5,7 +5,7 @@
 // admissions of one user queue on the lock, on every node, and each sees what the one before it
 // committed. SERIALIZABLE would give the same exactness, but 1,000 calls racing on one key would
 // mostly abort and retry; the lock makes them wait their turn instead. Counters touched alone (IP
-// windows, balances) are single statements that check and increment in one row update.
+// windows, failed secrets, balances) are single statements that check and increment in one row update.
 //
 // In-flight slots are leases: a node pushes the expiry of its own slots forward while they are
 // held, so the slots of a node that died lapse within the lease, whatever happened to it. Only the
@@ -13,9 +13,9 @@
 // is no longer renewed and lapses too, instead of being kept alive by its node for ever.
 import type pg from 'pg';
 import { countsAsRateLimited, refusalOf, startingMicro } from '../admission.js';
-import { utcDay, utcMonth } from '../clock.js';
+import { utcDay, utcMonth, windowEnd } from '../clock.js';
 import { randomBase62 } from '../secret.js';
-import type { CounterStore, UsageDayRow } from '../types.js';
+import type { CounterStore, FailureWindow, UsageDayRow } from '../types.js';
 import { transaction } from './db.js';
 import { isOutage } from './outage.js';
 
@@ -131,6 +131,36 @@ export function createCounterStore(pool: pg.Pool, log: (line: string) => void, l
         [ip, minute, perMinute],
       );
       return rowCount === 1 ? 0 : Math.max(1, Math.ceil(((minute + 1) * 60000 - nowMs) / 1000));
+    },
+
+    async secretFailures(scope, windowSeconds, nowMs = Date.now()) {
+      const endsAt = windowEnd(nowMs, windowSeconds);
+      const { rows } = await pool.query<{ count: number; window_end: string }>('select count, window_end from secret_failures where scope = $1', [scope]);
+      const row = rows[0];
+      // A window still open on a node whose clock runs ahead counts until it ends.
+      return row && Number(row.window_end) > nowMs ? { count: row.count, endsAt: Number(row.window_end) } : { count: 0, endsAt };
+    },
+
+    async addSecretFailure(scope, windowSeconds, nowMs = Date.now()) {
+      // A later window starts again from 1; an equal or earlier one (a node whose clock lags) adds
+      // to the open window.
+      const { rows } = await pool.query<{ count: number; window_end: string }>(
+        `insert into secret_failures (scope, window_end, count) values ($1, $2, 1)
+         on conflict (scope) do update set
+           count = case when excluded.window_end > secret_failures.window_end then 1 else secret_failures.count + 1 end,
+           window_end = greatest(secret_failures.window_end, excluded.window_end)
+         returning count, window_end`,
+        [scope, windowEnd(nowMs, windowSeconds)],
+      );
+      // Apart from the count, and skipping rows another statement holds: a statement that held
+      // ended rows while it waited for its own would deadlock with one doing the same the other way.
+      await pool.query(
+        `delete from secret_failures
+         where scope in (select scope from secret_failures where window_end <= $1 order by window_end limit 2 for update skip locked)`,
+        [nowMs],
+      );
+      const row = rows[0]!;
+      return { count: row.count, endsAt: Number(row.window_end) } satisfies FailureWindow;
     },
 
     charge: (userId, microEur, startingBalanceEur) => balanceChange(userId, -microEur, startingBalanceEur),
