@@ -31,7 +31,15 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-export function createCounterStore(env: StoreEnv): CounterStore {
+export interface CounterStoreInternal extends CounterStore {
+  /**
+   * Removes per-address request windows that have ended, at most `limit` of them; returns how many.
+   * Anyone can open one from a new address, so they must not outlive their minute.
+   */
+  purgeAddressWindows(nowMs: number, limit: number): number;
+}
+
+export function createCounterStore(env: StoreEnv): CounterStoreInternal {
   const { usage_day, user_day, user_month, rate, in_flight, ip_rate, secret_failures, balances } = env.dbs;
 
   function bump(keyId: string, day: string, field: keyof DayCounts): void {
@@ -86,6 +94,20 @@ export function createCounterStore(env: StoreEnv): CounterStore {
 
     async release(keyId, slotId) {
       env.root.transactionSync(() => in_flight.removeSync([keyId, slotId]));
+    },
+
+    purgeAddressWindows(nowMs, limit) {
+      const minute = Math.floor(nowMs / 60000);
+      return env.root.transactionSync(() => {
+        // Collected first: removing under an open cursor is not safe.
+        const ended: string[] = [];
+        for (const { key, value } of ip_rate.getRange({})) {
+          if ((value as { minute: number }).minute < minute) ended.push(key as string);
+          if (ended.length >= limit) break;
+        }
+        for (const ip of ended) ip_rate.removeSync(ip);
+        return ended.length;
+      });
     },
 
     async hitIp(ip, perMinute, nowMs = Date.now()) {

@@ -35,6 +35,7 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
   });
   const traces = createTraceStore(env);
   const retention = createRetentionStore(env, hash);
+  const counters = createCounterStore(env);
   const verificationTokens = createVerificationTokenStore(env, hash);
 
   function drain(step: () => number): number {
@@ -52,7 +53,7 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
     keys: createKeyStore(env, users, hash, opts.maxKeysPerUser),
     idempotency,
     retention,
-    counters: createCounterStore(env),
+    counters,
     waitlist: createWaitlistStore(env),
     traces,
     verificationTokens,
@@ -63,6 +64,7 @@ async function openLmdbStore(dataDir: string, opts: StoreOptions): Promise<Store
         idempotency: drain(() => idempotency.purgeBefore(nowMs - idempotencyTtlSeconds * 1000, PURGE_BATCH)),
         verificationTokens: drain(() => verificationTokens.purgeExpired(nowMs, PURGE_BATCH)),
         traces: drain(() => traces.purgeExpired(nowMs, PURGE_BATCH)),
+        addressWindows: drain(() => counters.purgeAddressWindows(nowMs, PURGE_BATCH)),
       };
       await env.flushed();
       return result;

@@ -281,6 +281,8 @@ export interface PurgeResult {
   idempotency: number;
   verificationTokens: number;
   traces: number;
+  /** Per-address request windows (the limit of routes without a key) that have ended. */
+  addressWindows: number;
 }
 
 /** The state of the service: one module per job, from one backend. */

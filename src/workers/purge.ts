@@ -62,9 +62,9 @@ export function startPurgeScheduler(
   const timer = setInterval(() => {
     runNow().then(
       (r) => {
-        if (r.retained + r.idempotency + r.verificationTokens + r.traces > 0) {
+        if (r.retained + r.idempotency + r.verificationTokens + r.traces + r.addressWindows > 0) {
           opts.log?.(
-            `purge: removed ${r.retained} retained requests, ${r.idempotency} idempotency entries, ${r.verificationTokens} verification tokens, ${r.traces} traces`,
+            `purge: removed ${r.retained} retained requests, ${r.idempotency} idempotency entries, ${r.verificationTokens} verification tokens, ${r.traces} traces, ${r.addressWindows} ended per-address windows`,
           );
         }
       },

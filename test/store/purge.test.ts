@@ -28,13 +28,13 @@ for (const backend of await backendsFor(t)) {
       t.teardown(() => scheduler.stop());
 
       const result = await scheduler.runNow(now + 10);
-      t.same(result, { retained: 1, idempotency: 0, verificationTokens: 0, traces: 0 });
+      t.same(result, { retained: 1, idempotency: 0, verificationTokens: 0, traces: 0, addressWindows: 0 });
       t.equal(await store.retention.get('key_1', 'expired'), null, 'expired record purged');
       t.ok(await store.retention.get('key_1', 'live'), 'live record untouched');
       t.equal((await store.idempotency.lookup('key_1', 'idem', 'h')).status, 'hit', 'live idempotency entry untouched');
 
       const later = await scheduler.runNow(now + 2 * 3600e3);
-      t.same(later, { retained: 0, idempotency: 1, verificationTokens: 1, traces: 0 });
+      t.same(later, { retained: 0, idempotency: 1, verificationTokens: 1, traces: 0, addressWindows: 0 });
       t.equal((await store.idempotency.lookup('key_1', 'idem', 'h')).status, 'miss');
       t.same(await store.verificationTokens.use(live.token, 'purge@x.io'), { status: 'not_found' });
       t.ok(await store.retention.get('key_1', 'live'), 'still within retention_until');

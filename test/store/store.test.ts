@@ -304,12 +304,23 @@ for (const backend of await backendsFor(t)) {
       await store.verificationTokens.issue(user, 'email', 1);
       const live = await store.verificationTokens.issue(user, 'email', 3600);
       const result = await store.purgeExpired(now + 2000);
-      t.same(result, { retained: 1, idempotency: 0, verificationTokens: 1, traces: 0 });
+      t.same(result, { retained: 1, idempotency: 0, verificationTokens: 1, traces: 0, addressWindows: 0 });
       t.equal(await store.retention.get('k', 'old'), null);
       t.ok(await store.retention.get('k', 'live'));
       t.equal((await store.idempotency.lookup('k', 'i', 'h')).status, 'hit');
       t.same((await store.purgeExpired(now + 61_000)).idempotency, 1);
       t.equal((await store.verificationTokens.use(live.token, 'p@x.io')).status, 'ok');
+    });
+
+    t.test('per-address windows outlive their minute only until the next purge, and a live one still counts', async (t) => {
+      const store = await open(await fresh());
+      t.teardown(() => store.close());
+      const minute = Math.floor(Date.now() / 60000) * 60000;
+      for (let i = 0; i < 600; i++) await store.counters.hitIp(`2001:db8:${i.toString(16)}::/64`, 5, minute + 1000);
+      t.equal(await store.counters.hitIp('203.0.113.9', 1, minute + 61_000), 0, 'opened in the next minute');
+      t.equal((await store.purgeExpired(minute + 61_000)).addressWindows, 600, 'every ended window, past one batch');
+      t.ok((await store.counters.hitIp('203.0.113.9', 1, minute + 62_000)) > 0, 'the live window was kept and still refuses');
+      t.equal((await store.purgeExpired(minute + 62_000)).addressWindows, 0, 'nothing left to remove');
     });
   });
 }

@@ -25,6 +25,8 @@ export const DEFAULT_LEASE_MS = 30_000;
 export interface PgCounterStore extends CounterStore {
   /** Stops renewing this node's leases (at close). */
   stop(): void;
+  /** Removes the per-address request windows that have ended (the purge's step); returns how many. */
+  purgeAddressWindows(db: pg.PoolClient, nowMs: number): Promise<number>;
 }
 
 const monthStart = (nowMs: number) => `${utcMonth(nowMs)}-01`;
@@ -118,6 +120,12 @@ export function createCounterStore(pool: pg.Pool, log: (line: string) => void, l
         if (!isOutage(err)) throw err;
         log(`releasing an in-flight slot failed (its lease lapses within ${leaseMs / 1000} s): ${(err as Error).message}`);
       }
+    },
+
+    async purgeAddressWindows(db, nowMs) {
+      // Anyone can open one from a new address, so they must not outlive their minute.
+      const { rowCount } = await db.query('delete from ip_windows where minute < $1', [Math.floor(nowMs / 60000)]);
+      return rowCount ?? 0;
     },
 
     async hitIp(ip, perMinute, nowMs = Date.now()) {

@@ -86,11 +86,12 @@ export async function openPostgresStore(url: string, opts: StoreOptions = {}): P
           transaction(maintenance, async (client) => {
             // One node purges at a time; the others find the lock taken and leave it to that one.
             const { rows } = await client.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1) as ok', [lockKey('purge').toString()]);
-            const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0, traces: 0 };
+            const result: PurgeResult = { retained: 0, idempotency: 0, verificationTokens: 0, traces: 0, addressWindows: 0 };
             if (rows[0]!.ok) {
               result.retained = await retention.purgeExpired(client, nowMs);
               result.verificationTokens = await verificationTokens.purgeExpired(client, nowMs);
               result.traces = await traces.purgeExpired(client, nowMs);
+              result.addressWindows = await counters.purgeAddressWindows(client, nowMs);
               // Last: it takes the lock every idempotency save takes, held until this commits.
               result.idempotency = await idempotency.purgeBefore(client, nowMs - idempotencyTtlSeconds * 1000);
             }
