@@ -153,6 +153,8 @@ export interface ClientOrigin {
   ip: string;
   /** Whether the client reached us over TLS, as a trusted proxy says (this server speaks plain HTTP). */
   secure: boolean;
+  /** The host the client addressed: the Host header, or the first X-Forwarded-Host a trusted proxy passed on. */
+  host: string;
 }
 
 /**
@@ -162,10 +164,11 @@ export interface ClientOrigin {
  * wrote.
  */
 export function clientOrigin(peer: string, headers: Record<string, string>, trusted: readonly Cidr[]): ClientOrigin {
+  const host = headers['host'] ?? '';
   const peerIp = parseIp(peer);
-  if (!peerIp) return { ip: peer, secure: false };
+  if (!peerIp) return { ip: peer, secure: false, host };
   const isTrusted = (ip: IpAddress) => trusted.some((c) => within(ip, c));
-  if (!isTrusted(peerIp)) return { ip: formatIp(peerIp), secure: false };
+  if (!isTrusted(peerIp)) return { ip: formatIp(peerIp), secure: false, host };
   let client = peerIp;
   const hops = (headers['x-forwarded-for'] ?? '').split(',');
   for (let i = hops.length - 1; i >= 0 && isTrusted(client); i--) {
@@ -174,5 +177,7 @@ export function clientOrigin(peer: string, headers: Record<string, string>, trus
     client = hop;
   }
   const proto = (headers['x-forwarded-proto'] ?? '').split(',').pop()!.trim().toLowerCase();
-  return { ip: formatIp(client), secure: proto === 'https' };
+  // The first proxy wrote the first value: what the browser addressed.
+  const forwardedHost = headers['x-forwarded-host']?.split(',')[0]!.trim();
+  return { ip: formatIp(client), secure: proto === 'https', host: forwardedHost || host };
 }

@@ -110,9 +110,8 @@ export function crossOrigin(req: HttpRequest): boolean {
   const origin = req.headers['origin'];
   if (origin === undefined) return false;
   try {
-    // A proxy may rewrite Host; the host the browser addressed is then in X-Forwarded-Host.
-    const addressed = (req.headers['x-forwarded-host'] ?? req.headers['host'] ?? '').split(',')[0]!.trim();
-    return new URL(origin).host !== addressed;
+    // A trusted proxy may rewrite Host; req.host is then the X-Forwarded-Host it passed on.
+    return new URL(origin).host !== req.host;
   } catch {
     return true;
   }

@@ -21,6 +21,8 @@ export interface HttpRequest {
   ip: string;
   /** Whether the client reached us over TLS, as a trusted proxy's X-Forwarded-Proto says; never from the client itself. */
   secure: boolean;
+  /** The host the client addressed (Host, or a trusted proxy's X-Forwarded-Host); never a forwarded header from the client itself. */
+  host: string;
   /** The id sent back as x-request-id. */
   requestId: string;
   /** Monotonic start time (performance.now()) for latency metrics. */

@@ -78,7 +78,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     begin({ method, url, headers, ip, signal }) {
       const q = url.indexOf('?');
       // Once, here, so every limiter and the session cookie see the same client.
-      const { ip: client, secure } = clientOrigin(ip, headers, trustedProxies);
+      const { ip: client, secure, host } = clientOrigin(ip, headers, trustedProxies);
       return {
         method: method.toUpperCase(),
         path: q < 0 ? url : url.slice(0, q),
@@ -88,6 +88,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
         params: {},
         ip: client,
         secure,
+        host,
         requestId: randomUUID(),
         startedAt: performance.now(),
         signal,

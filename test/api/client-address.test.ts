@@ -7,14 +7,14 @@ const origin = (peer: string, headers: Record<string, string> = {}) => clientOri
 
 t.test('a peer that is no trusted proxy is the client, whatever its headers say', async (t) => {
   const spoofed = { 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https' };
-  t.same(origin('198.51.100.7', spoofed), { ip: '198.51.100.7', secure: false });
-  t.same(clientOrigin('10.0.1.5', spoofed, []), { ip: '10.0.1.5', secure: false }, 'no proxy is trusted by default');
-  t.same(origin('10.0.1.6', spoofed), { ip: '10.0.1.6', secure: false }, 'the address next to a trusted one is not');
-  t.same(origin('::ffff:198.51.100.7', spoofed), { ip: '198.51.100.7', secure: false }, 'an IPv4-mapped peer reads as IPv4');
+  t.same(origin('198.51.100.7', spoofed), { ip: '198.51.100.7', secure: false, host: '' });
+  t.same(clientOrigin('10.0.1.5', spoofed, []), { ip: '10.0.1.5', secure: false, host: '' }, 'no proxy is trusted by default');
+  t.same(origin('10.0.1.6', spoofed), { ip: '10.0.1.6', secure: false, host: '' }, 'the address next to a trusted one is not');
+  t.same(origin('::ffff:198.51.100.7', spoofed), { ip: '198.51.100.7', secure: false, host: '' }, 'an IPv4-mapped peer reads as IPv4');
 });
 
 t.test('from a trusted proxy, the rightmost forwarded address that is not a trusted proxy is the client', async (t) => {
-  t.same(origin('10.0.1.5', { 'x-forwarded-for': '203.0.113.9' }), { ip: '203.0.113.9', secure: false });
+  t.same(origin('10.0.1.5', { 'x-forwarded-for': '203.0.113.9' }), { ip: '203.0.113.9', secure: false, host: '' });
   // What the client wrote itself sits left of what HAProxy appended: it is never reached.
   t.same(origin('10.0.1.5', { 'x-forwarded-for': '1.2.3.4, 203.0.113.9' }).ip, '203.0.113.9', 'a forged hop on the left is ignored');
   t.same(origin('10.0.1.5', { 'x-forwarded-for': '203.0.113.9, 10.0.2.17' }).ip, '203.0.113.9', 'through a chain of trusted proxies');
@@ -42,6 +42,14 @@ t.test('the scheme is the last X-Forwarded-Proto value, from a trusted proxy onl
   t.equal(origin('10.0.1.5', { 'x-forwarded-proto': 'http, https' }).secure, true, 'the nearest proxy says https');
   t.equal(origin('10.0.1.5', { 'x-forwarded-proto': 'ftp' }).secure, false);
   t.equal(origin('10.0.1.5').secure, false);
+});
+
+t.test('the host addressed is the first X-Forwarded-Host of a trusted proxy, else Host', async (t) => {
+  const sent = { host: '10.0.0.2:8080', 'x-forwarded-host': 'arbitra.example.eu, inner.example' };
+  t.equal(origin('10.0.1.5', sent).host, 'arbitra.example.eu', 'what the browser addressed, as the first proxy wrote it');
+  t.equal(origin('198.51.100.7', sent).host, '10.0.0.2:8080', "a client's own X-Forwarded-Host is ignored");
+  t.equal(origin('10.0.1.5', { host: 'h:1' }).host, 'h:1', 'no forwarded host: Host');
+  t.equal(origin('10.0.1.5', { host: 'h:1', 'x-forwarded-host': ' ' }).host, 'h:1', 'an empty one: Host');
 });
 
 t.test('addresses are written one way, so one client is one key', async (t) => {

@@ -75,6 +75,7 @@ export function fakeRequest(headers: Record<string, string>, more: Partial<HttpR
     params: {},
     ip: '127.0.0.1',
     secure: false,
+    host: headers['host'] ?? '',
     requestId: 'r',
     startedAt: 0,
     ...more,

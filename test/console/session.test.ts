@@ -60,7 +60,9 @@ t.test('a request from another site is told apart by its Origin', async (t) => {
   t.notOk(crossOrigin(req({ host: 'localhost:8080', origin: 'http://localhost:8080' })));
   t.ok(crossOrigin(req({ host: 'localhost:8080', origin: 'http://evil.example' })));
   t.ok(crossOrigin(req({ host: 'localhost:8080', origin: 'null' })), 'an opaque origin is foreign');
-  t.notOk(crossOrigin(req({ host: '10.0.0.2:8080', 'x-forwarded-host': 'arbitra.example.eu', origin: 'https://arbitra.example.eu' })), 'behind a proxy');
+  const proxied = { host: '10.0.0.2:8080', 'x-forwarded-host': 'arbitra.example.eu', origin: 'https://arbitra.example.eu' };
+  t.notOk(crossOrigin(fakeRequest(proxied, { host: 'arbitra.example.eu' })), 'behind a trusted proxy, the host it forwarded');
+  t.ok(crossOrigin(req(proxied)), "a client's own X-Forwarded-Host is not believed");
 });
 
 t.test('consoleIdentity takes a session with its CSRF header in place of the console headers', async (t) => {

@@ -278,6 +278,7 @@ function req(body: string): HttpRequest {
     params: {},
     ip: '',
     secure: false,
+    host: '',
     requestId: 'r',
     startedAt: 0,
   };
