@@ -70,6 +70,7 @@ if (cannotRun) {
         t.ok(await until(async () => why.test(server.log()), 15_000), `${what}: the API node says why`);
         const health = await server.call('/health');
         t.equal(health.status, 503, `${what}: /health 503`);
+        t.notMatch(JSON.stringify(health.json), /127\.0\.0\.1|tcp:\/\//, `${what}: /health says why without where the engine listens`);
         const { secret } = await server.createKey('refused@example.com');
         const reply = await server.call('/v1/systemone', { body: BODY, key: secret });
         t.equal(reply.status, 503, `${what}: decisions 503`);

@@ -54,10 +54,25 @@ function storeProbe(store: Pick<Store, 'ping'>): () => Promise<boolean> {
   };
 }
 
+/**
+ * Where an engine listens, in the words a message may use: a tcp://, tls:// or unix: address, a
+ * socket path, an IPv4 or bracketed IPv6 address with or without its port.
+ */
+const ADDRESS = /\b(?:tcp|tls):\/\/\S+|\bunix:\S+|(?<![\w.])\/[\w.-]+(?:\/[\w.-]+)+|\[[0-9a-f:.]+\](?::\d+)?|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/gi;
+
+/**
+ * Why an engine is not ready, as anyone may read it: /health answers without a key, and where the
+ * engines listen is the operator's to know (the log names them).
+ */
+export function publicMessage(message: string): string {
+  return message.replace(ADDRESS, '(address in the log)');
+}
+
 /** An engine as /health shows it: its state and what its load-time determinism check found. */
-function engineHealth({ determinism, ...state }: EngineState) {
+function engineHealth({ determinism, message, ...state }: EngineState) {
   return {
     ...state,
+    ...(message === undefined ? {} : { message: publicMessage(message) }),
     kernels: determinism?.kernels ?? null,
     deterministic: determinism?.deterministic ?? null,
     max_difference: determinism?.maxDifference ?? null,
