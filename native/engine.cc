@@ -227,11 +227,20 @@ struct Settlement {
   std::unique_ptr<ScoreJob> job;
 };
 
-// Fills the job's tokens and tenant from score()'s arguments; returns the caller's ticket.
+// A cache scope's 64-bit name: 0 is the global cache's, so a named scope never hashes to it.
+uint64_t scope_of(const std::string& name) {
+  if (name.empty()) return 0;
+  const uint64_t h = std::hash<std::string>{}(name);
+  return h == 0 ? 1 : h;
+}
+
+// Fills the job's tokens, tenant and cache scope from score()'s arguments; returns the caller's ticket.
 uint32_t read_score_args(const Napi::CallbackInfo& info, ScoreJob* job, bool* reference) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[1].IsArray()) {
-    throw Napi::TypeError::New(env, "score(prefix: Int32Array, branches: {suffix, candidates}[], options?: {tenant?, ticket?, reference?, background?})");
+    throw Napi::TypeError::New(env,
+                               "score(prefix: Int32Array, branches: {suffix, candidates}[], options?: {tenant?, ticket?, reference?, background?, scope?, "
+                               "sharedHead?})");
   }
   uint32_t ticket = 0;
   if (info.Length() > 2 && info[2].IsObject()) {
@@ -240,6 +249,8 @@ uint32_t read_score_args(const Napi::CallbackInfo& info, ScoreJob* job, bool* re
     if (o.Get("ticket").IsNumber()) ticket = o.Get("ticket").As<Napi::Number>().Uint32Value();
     *reference = o.Get("reference").ToBoolean().Value();
     job->background = o.Get("background").ToBoolean().Value();
+    if (o.Get("scope").IsString()) job->scope = scope_of(o.Get("scope").As<Napi::String>().Utf8Value());
+    if (o.Get("sharedHead").IsNumber()) job->shared_head = static_cast<size_t>(std::max<int64_t>(0, o.Get("sharedHead").As<Napi::Number>().Int64Value()));
   }
   try {
     job->prefix = to_tokens(info[0]);

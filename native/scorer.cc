@@ -16,9 +16,16 @@ struct PrefixEntry {
   // Set while this entry's next tokens sit in the batch being built.
   int32_t step_begin = -1;
   int32_t step_count = 0;
+  // The cache scope and shared head of the job that made it (ScoreJob::scope, shared_head).
+  uint64_t scope = 0;
+  size_t shared_head = 0;
 };
 
 namespace {
+
+// How many of the entry's leading tokens the job may reuse: every one within its scope; across
+// scopes no more than the head both share with everyone.
+size_t reusable(const PrefixEntry& e, const ScoreJob& job) { return e.scope == job.scope ? e.tokens.size() : std::min(e.shared_head, job.shared_head); }
 
 // Chunks shorter than this are not put beside other work (a prefix's last few tokens still are).
 constexpr size_t kMinChunk = 32;
@@ -178,9 +185,10 @@ void Scorer::trim_cache() {
   }
 }
 
-PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job) {
+PrefixEntry* Scorer::acquire_prefix(ScoreJob* job) {
+  const std::vector<llama_token>& tokens = job->prefix;
   for (auto& e : prefixes_) {
-    if (e.tokens != tokens) continue;
+    if (e.scope != job->scope || e.tokens != tokens) continue;
     e.refs++;
     e.last_used = ++clock_;
     job->cached = static_cast<int64_t>(e.decoded);
@@ -190,7 +198,7 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   const auto in_use = static_cast<size_t>(std::count_if(prefixes_.begin(), prefixes_.end(), [](const PrefixEntry& e) { return e.refs > 0; }));
   if (in_use >= prefix_slots()) return nullptr;
   size_t best = 0;
-  PrefixEntry* donor = longest_head(tokens, &best);
+  PrefixEntry* donor = longest_head(*job, &best);
   if (!make_room(tokens.size(), donor)) return nullptr;
   if (donor == nullptr) best = 0;
   llama_seq_id seq;
@@ -205,19 +213,21 @@ PrefixEntry* Scorer::acquire_prefix(const std::vector<llama_token>& tokens, Scor
   entry.decoded = best;
   entry.refs = 1;
   entry.last_used = ++clock_;
+  entry.scope = job->scope;
+  entry.shared_head = job->shared_head;
   prefixes_.push_back(std::move(entry));
   job->cached = static_cast<int64_t>(best);
   return &prefixes_.back();
 }
 
-PrefixEntry* Scorer::longest_head(const std::vector<llama_token>& tokens, size_t* length) {
+PrefixEntry* Scorer::longest_head(const ScoreJob& job, size_t* length) {
   PrefixEntry* donor = nullptr;
   size_t best = 0;
   for (auto& e : prefixes_) {
     // Any common head is reused, at any token: the batch-invariant kernels give a token the same KV
     // however its prompt was cut into decodes, and a copy trimmed to the head continues at the next
     // cell, where a cold decode would have put it.
-    const size_t common = common_prefix(e.tokens, tokens, e.decoded);
+    const size_t common = common_prefix(e.tokens, job.prefix, std::min(e.decoded, reusable(e, job)));
     if (common > best) {
       best = common;
       donor = &e;
@@ -227,10 +237,10 @@ PrefixEntry* Scorer::longest_head(const std::vector<llama_token>& tokens, size_t
   return donor;
 }
 
-bool Scorer::awaits_shared_head(const std::vector<llama_token>& tokens) const {
+bool Scorer::awaits_shared_head(const ScoreJob& job) const {
   for (const auto& e : prefixes_) {
-    if (e.refs == 0 || e.decoded >= e.tokens.size() || e.tokens == tokens) continue;
-    if (common_prefix(e.tokens, tokens, e.tokens.size()) > e.decoded) return true;
+    if (e.refs == 0 || e.decoded >= e.tokens.size() || (e.scope == job.scope && e.tokens == job.prefix)) continue;
+    if (common_prefix(e.tokens, job.prefix, reusable(e, job)) > e.decoded) return true;
   }
   return false;
 }
@@ -276,9 +286,9 @@ void Scorer::drop_cancelled() {
   finish(std::move(gone));
 }
 
-PrefixEntry* Scorer::prefix_in_use(const std::vector<llama_token>& tokens) {
+PrefixEntry* Scorer::prefix_in_use(const ScoreJob& job) {
   for (auto& e : prefixes_) {
-    if (e.refs > 0 && e.tokens == tokens) return &e;
+    if (e.refs > 0 && e.scope == job.scope && e.tokens == job.prefix) return &e;
   }
   return nullptr;
 }
@@ -288,8 +298,8 @@ void Scorer::admit_prefixes() {
   std::vector<ScoreJob*> waiting;
   for (auto& owned : active_) {
     if (owned->entry != nullptr) continue;
-    if (prefix_in_use(owned->prefix) != nullptr) {
-      owned->entry = acquire_prefix(owned->prefix, owned.get());
+    if (prefix_in_use(*owned) != nullptr) {
+      owned->entry = acquire_prefix(owned.get());
     } else {
       waiting.push_back(owned.get());
     }
@@ -324,26 +334,28 @@ void Scorer::admit_prefixes() {
     return h > 0 && (h >= share || in_use + admitted + reserve >= slots);
   };
   for (;;) {
-    // A job whose prefix shares more with a prefix still being decoded than is decoded yet waits for
-    // that decode: admitted now, it would decode the shared tokens a second time beside it. Asked
+    // A job whose prefix shares more with a prefix still being decoded than is decoded yet, within
+    // what it may reuse of it, waits for that decode: admitted now, it would decode the shared tokens
+    // a second time beside it. Across scopes that is the frame head at most, so a job never waits on
+    // another scope's text, which its time would give away. Asked
     // after every admission, since the prefix just admitted may be the one to wait for; a job whose
     // very prefix was just admitted joins it instead.
     for (auto it = waiting.begin(); it != waiting.end();) {
-      if (prefix_in_use((*it)->prefix) != nullptr) {
-        (*it)->entry = acquire_prefix((*it)->prefix, *it);
+      if (prefix_in_use(**it) != nullptr) {
+        (*it)->entry = acquire_prefix(*it);
         it = waiting.erase(it);
       } else {
         ++it;
       }
     }
-    waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [this](ScoreJob* job) { return awaits_shared_head(job->prefix); }), waiting.end());
+    waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [this](ScoreJob* job) { return awaits_shared_head(*job); }), waiting.end());
     waiting.erase(std::remove_if(waiting.begin(), waiting.end(), over_cap), waiting.end());
     if (waiting.empty()) return;
     // The oldest job of the tenant holding the fewest prefixes: one client's queue cannot keep
     // every prefix slot while another client waits.
     auto next = std::min_element(waiting.begin(), waiting.end(), [&held](ScoreJob* a, ScoreJob* b) { return held(a->tenant) < held(b->tenant); });
     ScoreJob* job = *next;
-    job->entry = acquire_prefix(job->prefix, job);
+    job->entry = acquire_prefix(job);
     if (job->entry == nullptr) return;  // wait for running jobs to hand sequences back
     held(job->tenant)++;
     admitted++;
@@ -744,6 +756,7 @@ std::vector<std::string> Scorer::audit() const {
   for (const auto& job : active_) {
     const bool known = job->entry == nullptr || std::any_of(prefixes_.begin(), prefixes_.end(), [&job](const PrefixEntry& e) { return &e == job->entry; });
     if (!known) broken.push_back("a job uses a prefix that is no longer held");
+    if (known && job->entry != nullptr && job->entry->scope != job->scope) broken.push_back("a job uses another cache scope's prefix");
     if (job->branches_done > job->next_branch || job->next_branch > job->branches.size()) broken.push_back("a job's branch counts are out of order");
     if (job->open_seq >= 0) {
       seqs.push_back(job->open_seq);

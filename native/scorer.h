@@ -37,6 +37,13 @@ struct ScoreJob {
   // Whose request this is (an API key, hashed): batches are shared fairly between tenants first,
   // then between each tenant's jobs.
   uint64_t tenant = 0;
+  // Whose prefix cache the prefix is found in and left in (an account, hashed; 0: the global cache,
+  // one trusted owner's requests and the engine's own work). A job reuses, joins or waits for
+  // another scope's prefix only within the first `shared_head` tokens of both (the prompt frame's
+  // head, the same text for everyone): beyond it, whether a text is cached, or being decoded, for
+  // someone else must not make this job faster, since its time would tell that text to its caller.
+  uint64_t scope = 0;
+  size_t shared_head = 0;
   // Work nobody waits for (the self-test after start-up): decodes take it only while no other job
   // is in hand, so a user's first request never waits behind it for more than one decode.
   bool background = false;
@@ -255,14 +262,14 @@ class Scorer {
   void place_branch(ScoreJob* job, size_t branch, size_t from, int32_t count, llama_seq_id seq, bool fused, int32_t& budget, std::vector<Planned>& planned);
   // Logits rows of the planned pieces (a branch's last chunk has one, an earlier chunk none).
   static size_t rows(const std::vector<Planned>& planned);
-  PrefixEntry* acquire_prefix(const std::vector<llama_token>& tokens, ScoreJob* job);
-  // The prefix with exactly these tokens that jobs are using now; nullptr when none is.
-  PrefixEntry* prefix_in_use(const std::vector<llama_token>& tokens);
-  // The prefix whose decoded tokens share the longest head with `tokens` (nullptr: none), and that
-  // head's length.
-  PrefixEntry* longest_head(const std::vector<llama_token>& tokens, size_t* length);
-  // True while a prefix in use is still decoding tokens that `tokens` begins with.
-  bool awaits_shared_head(const std::vector<llama_token>& tokens) const;
+  PrefixEntry* acquire_prefix(ScoreJob* job);
+  // The prefix of the job's scope with exactly its tokens that jobs are using now; nullptr when none is.
+  PrefixEntry* prefix_in_use(const ScoreJob& job);
+  // The prefix whose decoded tokens share the longest head with the job's that it may reuse (nullptr:
+  // none), and that head's length.
+  PrefixEntry* longest_head(const ScoreJob& job, size_t* length);
+  // True while a prefix in use is still decoding tokens the job's prefix begins with and may reuse.
+  bool awaits_shared_head(const ScoreJob& job) const;
   // Shared layout: evicts idle prefixes until `need` more cells fit, sacrificing the donor last
   // (then cleared); false when the prefixes in use leave no room.
   bool make_room(size_t need, PrefixEntry*& donor);

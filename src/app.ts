@@ -9,7 +9,7 @@ import { metricsRoutes } from './api/routes/metrics.js';
 import { createModelCatalog, modelsRoutes, type ModelCatalog } from './api/routes/models.js';
 import { openapiRoutes } from './api/routes/openapi.js';
 import { retentionRoutes } from './api/routes/retention.js';
-import { systemoneRoutes } from './api/routes/systemone.js';
+import { systemoneRoutes, type PrefixCacheScope } from './api/routes/systemone.js';
 import { tracesRoutes } from './api/routes/traces.js';
 import { waitlistRoutes } from './api/routes/waitlist.js';
 import type { Config } from './config.js';
@@ -42,6 +42,7 @@ export interface AppDeps {
   contextTokens: number | null;
   /** Which calibration answers are served with (--calibration). */
   calibration: CalibrationMode;
+  prefixCacheScope: PrefixCacheScope;
   workers: number;
   httpFront: () => HttpFront;
   metricsText: () => Promise<MetricsText>;
@@ -72,6 +73,7 @@ export function createAppDeps(config: Config, rt: AppRuntime): AppDeps {
     consoleToken: config.consoleToken,
     contextTokens: config.contextTokens,
     calibration: config.calibration,
+    prefixCacheScope: config.prefixCacheScope,
     startedAt: Date.now(),
   };
 }

@@ -10,6 +10,7 @@ import type { HttpImplementation } from './api/route.js';
 import { DEFAULT_MAX_BODY_BYTES } from './http/pipeline.js';
 import { DEFAULT_SHUTDOWN_GRACE_SECONDS } from './http/types.js';
 import type { CalibrationMode } from './decision/calibration.js';
+import type { PrefixCacheScope } from './api/routes/systemone.js';
 import { limitsPreset, loadLimitsConfig, readBool, LIMITS_DEFAULTS, LIMITS_PRESETS, type LimitsConfig } from './limits/config.js';
 import { DEFAULT_MODEL, findEntry, type CatalogueEntry } from './models/catalogue.js';
 import { pulledByRef } from './models/pull.js';
@@ -72,6 +73,8 @@ export interface Config {
   limits: LimitsConfig;
   /** --calibration / ARBITRA_CALIBRATION: which calibration answers are served with (default off). */
   calibration: CalibrationMode;
+  /** --prefix-cache-scope / ARBITRA_PREFIX_CACHE_SCOPE: whose prefix cache a state is kept in (default account). */
+  prefixCacheScope: PrefixCacheScope;
   /** ARBITRA_SELF_TEST: ask the model a few obvious questions once it is loaded (default on). */
   selfTest: boolean;
   /** Active API keys a user may hold (--max-keys-per-user / ARBITRA_MAX_KEYS_PER_USER). */
@@ -189,6 +192,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
     flag: '--calibration',
     env: 'ARBITRA_CALIBRATION',
     help: '"off": probabilities as the model gives them; "fitted" (or "on"): the newest calibration `arbitra calibrate` fitted for the served model; "preset": the calibration shipped for the served model (the default model has one) (default off)',
+  },
+  {
+    flag: '--prefix-cache-scope',
+    env: 'ARBITRA_PREFIX_CACHE_SCOPE',
+    help: '"account": a state is cached for the keys of its account only, and another account\'s identical state is decoded cold (only the prompt frame\'s fixed head is shared); "global": one cache for every key, for a server with one trusted owner, since how fast a state is answered then tells whether someone sent it before (default account)',
   },
   { flag: '--batch-size', env: 'ARBITRA_BATCH_SIZE', help: 'most tokens per engine decode call' },
   {
@@ -396,6 +404,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     engine,
     limits,
     calibration,
+    prefixCacheScope: choice('--prefix-cache-scope', ['account', 'global'] as const) ?? 'account',
     selfTest,
     maxKeysPerUser: int('--max-keys-per-user', 1, 1_000_000) ?? DEFAULT_MAX_KEYS_PER_USER,
   };

@@ -109,6 +109,7 @@ class FakeModel final : public ModelOps {
     if (!seqs[dst].empty()) errors.push_back("sequence " + std::to_string(dst) + " copied into while it holds cells");
     seqs[dst] = seqs[src];
     if (until >= 0 && static_cast<size_t>(until) < seqs[dst].size()) seqs[dst].resize(static_cast<size_t>(until));
+    copies.push_back({src, dst, seqs[dst].size()});
   }
 
   void seq_rm(llama_seq_id seq, llama_pos from) override {
@@ -123,6 +124,13 @@ class FakeModel final : public ModelOps {
   int32_t n_vocab() const override { return kVocab; }
 
   std::map<llama_seq_id, std::vector<llama_token>> seqs;
+  // Every seq_cp: from which sequence, into which, and how many cells the copy gave it.
+  struct Copy {
+    llama_seq_id src;
+    llama_seq_id dst;
+    size_t cells;
+  };
+  std::vector<Copy> copies;
   std::vector<std::string> errors;
   int32_t fail_next = 0;
   int token_delay_us = 0;
@@ -160,10 +168,25 @@ struct Rig {
   std::shared_ptr<std::atomic<bool>> submit(int tag, std::vector<llama_token> prefix, std::vector<Branch> branches, uint64_t tenant,
                                             std::function<void()> then = {}, bool background = false) {
     auto job = std::make_unique<ScoreJob>();
-    job->prefix = prefix;
-    job->branches = std::move(branches);
     job->tenant = tenant;
     job->background = background;
+    return submit_job(tag, std::move(job), std::move(prefix), std::move(branches), std::move(then));
+  }
+
+  // A job in cache scope `scope`, whose first `shared_head` tokens (the frame head) every scope shares.
+  std::shared_ptr<std::atomic<bool>> submit_scoped(int tag, std::vector<llama_token> prefix, std::vector<Branch> branches, uint64_t tenant, uint64_t scope,
+                                                   size_t shared_head) {
+    auto job = std::make_unique<ScoreJob>();
+    job->tenant = tenant;
+    job->scope = scope;
+    job->shared_head = shared_head;
+    return submit_job(tag, std::move(job), std::move(prefix), std::move(branches), {});
+  }
+
+  std::shared_ptr<std::atomic<bool>> submit_job(int tag, std::unique_ptr<ScoreJob> job, std::vector<llama_token> prefix, std::vector<Branch> branches,
+                                                std::function<void()> then) {
+    job->prefix = prefix;
+    job->branches = std::move(branches);
     prefixes[tag] = std::move(prefix);
     auto cancelled = job->cancelled;
     job->on_done = [this, tag, then](std::unique_ptr<ScoreJob> j) {
@@ -483,8 +506,105 @@ void test_waiting_on_a_head_whose_decoder_is_cancelled() {
   rig.check_results();
 }
 
+// The frame head of every prompt in these tests, the same for every cache scope.
+constexpr size_t kHead = 6;
+
+std::vector<llama_token> framed(int n, int seed) { return tokens({40, 41, 42, 43, 44, 45}, n, seed); }
+
+size_t suffix_tokens(const std::vector<Branch>& bs) {
+  size_t n = 0;
+  for (const Branch& b : bs) n += b.suffix.size();
+  return n;
+}
+
+// Two accounts send the same prefix: the second reuses the frame head alone, no copy gives it more
+// of the first's cells than that, and it decodes the rest itself; another job of the first account
+// reuses the whole prefix. Every score is the one decoded alone.
+void test_scopes_share_only_the_head() {
+  Rig rig;
+  const std::vector<llama_token> p = framed(40, 200);
+  const std::vector<Branch> q = branches(2, 200);
+  rig.submit_scoped(1, p, q, 1, 11, kHead);
+  rig.drain();
+  check(rig.done[1] && rig.done[1]->cached == 0, "the first prefix is cold");
+  llama_seq_id first = -1;
+  for (const auto& [seq, cells] : rig.model->seqs) {
+    if (cells == p) first = seq;
+  }
+  check(first >= 0, "the first prefix stays cached in a sequence of its own");
+  const size_t copies_before = rig.model->copies.size();
+  rig.submit_scoped(2, p, q, 2, 22, kHead);
+  rig.drain();
+  const ScoreJob* other = rig.done[2].get();
+  check(other && other->cached == static_cast<int64_t>(kHead),
+        "another scope's identical prefix reused " + std::to_string(other ? other->cached : -1) + " tokens, the head alone");
+  check(other && other->evaluated == static_cast<int64_t>(p.size() - kHead + suffix_tokens(q)), "it decoded everything past the head");
+  bool head_copied = false;
+  for (size_t i = copies_before; i < rig.model->copies.size(); ++i) {
+    const FakeModel::Copy& c = rig.model->copies[i];
+    if (c.src != first) continue;
+    check(c.cells <= kHead, "a copy gave another scope " + std::to_string(c.cells) + " of the first prefix's cells");
+    head_copied = head_copied || c.cells == kHead;
+  }
+  check(head_copied, "the head's cells were copied from the first prefix");
+  rig.submit_scoped(3, p, q, 3, 11, kHead);
+  rig.drain();
+  const ScoreJob* same = rig.done[3].get();
+  check(same && same->cached == static_cast<int64_t>(p.size()), "the same scope reused the whole prefix");
+  check(same && same->evaluated == static_cast<int64_t>(suffix_tokens(q)), "and decoded its branches alone");
+  rig.check_results();
+}
+
+// While one account's prefix is decoding, another account's job with the same prefix does not join
+// it and one whose prefix extends it does not wait for it: each takes the head, already decoded, and
+// decodes the rest itself. The first account's own jobs join the prefix or wait for it.
+void test_no_join_or_wait_across_scopes() {
+  ScorerOptions o;
+  o.prefix_chunk = 8;
+  Rig rig(o);
+  const std::vector<llama_token> p = framed(60, 300);
+  std::vector<llama_token> longer = p;
+  longer.push_back(3);
+  rig.submit_scoped(1, p, branches(1, 1), 1, 11, kHead);
+  rig.step();  // its first chunk, past the head
+  rig.submit_scoped(2, p, branches(1, 2), 2, 22, kHead);
+  rig.submit_scoped(3, longer, branches(1, 3), 3, 33, kHead);
+  rig.submit_scoped(4, p, branches(1, 4), 4, 11, kHead);
+  rig.submit_scoped(5, longer, branches(1, 5), 5, 11, kHead);
+  rig.drain();
+  const auto cached = [&rig](int tag) { return rig.done[tag] ? rig.done[tag]->cached : -1; };
+  check(cached(2) == static_cast<int64_t>(kHead),
+        "another scope's same prefix took the head only (" + std::to_string(cached(2)) + " tokens), not the prefix in use");
+  check(cached(3) == static_cast<int64_t>(kHead),
+        "another scope's longer prefix took the head only (" + std::to_string(cached(3)) + " tokens), without waiting");
+  check(cached(4) == 8, "the same scope's same prefix joined it as it was (" + std::to_string(cached(4)) + " tokens)");
+  check(cached(5) == static_cast<int64_t>(p.size()), "the same scope's longer prefix waited for all of it (" + std::to_string(cached(5)) + " tokens)");
+  // Waiting on the first prefix's decode would have put their own decodes after its last.
+  for (int tag : {2, 3}) {
+    check(rig.finished_at[tag] <= rig.finished_at[1] + 1, "another scope's job " + std::to_string(tag) + " finished at step " +
+                                                              std::to_string(rig.finished_at[tag]) + ", the first prefix's at " +
+                                                              std::to_string(rig.finished_at[1]));
+  }
+  rig.check_results();
+}
+
+// A job of another scope still waits while the head itself is being decoded: the head is everyone's,
+// and decoding it twice would only cost.
+void test_head_decode_is_awaited_across_scopes() {
+  ScorerOptions o;
+  o.prefix_chunk = 4;
+  Rig rig(o);
+  const std::vector<llama_token> p = framed(30, 400);
+  rig.submit_scoped(1, p, branches(1, 1), 1, 11, kHead);
+  rig.step();  // 4 of the head's 6 tokens
+  rig.submit_scoped(2, framed(30, 401), branches(1, 2), 2, 22, kHead);
+  rig.drain();
+  check(rig.done[2] && rig.done[2]->cached == static_cast<int64_t>(kHead), "the other scope waited for the head and reused it");
+  rig.check_results();
+}
+
 void test_random_load_keeps_every_invariant() {
-  // Many tenants, prefixes sharing heads, cancellations and decode failures at random; the audit
+  // Many tenants in two cache scopes, prefixes sharing heads, cancellations and decode failures at random; the audit
   // runs after every step. Every job ends, those not cancelled or failed with the scores they get
   // alone, and at the end no prefix is referenced and every sequence is free or cached.
   std::mt19937 rng(42);
@@ -504,7 +624,11 @@ void test_random_load_keeps_every_invariant() {
         std::vector<llama_token> p(base.begin(), base.begin() + 5 + static_cast<int>(rng() % 70));
         if (rng() % 2) p.push_back(static_cast<llama_token>(rng() % kVocab));
         ++tag;
-        flags.push_back(rig.submit(tag, p, branches(1 + static_cast<int>(rng() % 6), tag, 1 + static_cast<int>(rng() % 8)), rng() % 4));
+        const int n_branches = 1 + static_cast<int>(rng() % 6);
+        const int suffix = 1 + static_cast<int>(rng() % 8);
+        const uint64_t tenant = rng() % 4;
+        // Two cache scopes of two tenants each, sharing a head of 8 tokens.
+        flags.push_back(rig.submit_scoped(tag, p, branches(n_branches, tag, suffix), tenant, tenant % 2, 8));
       }
       if (!flags.empty() && rng() % 11 == 0) flags[rng() % flags.size()]->store(true);
       if (rng() % 37 == 0) rig.model->fail_next = 1;  // no KV slot: idle prefixes are evicted and the step retried
@@ -596,6 +720,9 @@ int main() {
       {"a long branch is cut into chunks", test_long_branch_is_cut_into_chunks},
       {"a branch longer than the batch is decoded in chunks", test_branch_longer_than_the_batch},
       {"a job waiting on a head whose decoder is cancelled still runs", test_waiting_on_a_head_whose_decoder_is_cancelled},
+      {"another cache scope reuses only the frame head", test_scopes_share_only_the_head},
+      {"no job joins or waits for another cache scope's prefix past the head", test_no_join_or_wait_across_scopes},
+      {"the frame head being decoded is awaited across cache scopes", test_head_decode_is_awaited_across_scopes},
       {"random load keeps every invariant", test_random_load_keeps_every_invariant},
       {"a failed decode fails its jobs and leaves the scorer whole", test_decode_failure_fails_jobs_and_leaves_scorer_whole},
       {"the liveness clock runs only while work waits", test_liveness_clock},

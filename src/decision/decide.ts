@@ -23,6 +23,8 @@ export interface DecideOptions {
   calibration?: Calibration | null;
   /** Whose request it is: the engine shares its batches fairly between tenants. */
   tenant?: string;
+  /** Whose prefix cache the state is looked up in and left in (an account); absent: the global cache. */
+  cacheScope?: string;
   /** Aborts the engine work: the client left or the deadline passed. */
   signal?: AbortSignal;
   /** Milliseconds left before the request's deadline: the engine drops the work when they run out. */
@@ -154,6 +156,7 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
         branches,
         maxPromptTokens: opts.maxPromptTokens,
         tenant: opts.tenant,
+        cacheScope: opts.cacheScope,
         deadlineMs: opts.deadlineMs,
         admitByCost: opts.admitByCost,
         maxRequestTokens: opts.maxRequestTokens,

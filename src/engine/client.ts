@@ -5,7 +5,7 @@
 // another has less work waiting. A request whose engine turns out not to be there is placed again
 // on another ready one; with none left it is answered `unavailable` (503 with Retry-After).
 import { ENGINE_CH, isEngineMessage, serviceStatus, type EngineState, type WorkerEngineMessage } from './ipc.js';
-import { placeRequest } from './placement.js';
+import { placementKey, placeRequest } from './placement.js';
 import { openEngineChannel, type ChannelOptions, type EngineChannel } from './rpc/client.js';
 import { cancelledError, EngineError, type EngineInfo, type EngineService, type TextScoreRequest, type TextScoreResult } from './types.js';
 
@@ -84,7 +84,7 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
       if (ready.length === 0) throw unavailable();
       const chosen = placeRequest(
         ready.map((l) => ({ id: l.engine, load: l.load })),
-        [request.system ?? '', request.prefix],
+        placementKey(request),
         prefixWork,
       );
       const link = links[chosen]!;

@@ -53,6 +53,13 @@ function asEngineError(err: unknown): EngineError {
 export interface ScoreOptions {
   /** Whose request it is: batches are shared fairly between tenants. */
   tenant?: string;
+  /**
+   * Whose prefix cache the prefix is looked up in and left in (TextScoreRequest.cacheScope); absent
+   * or empty: the global one. Of another scope's cached prefixes only the first `sharedHead` tokens
+   * are reused (and only where both prefixes share them): the frame's head, the same for everyone.
+   */
+  cacheScope?: string;
+  sharedHead?: number;
   signal?: AbortSignal;
   /** Scored on the stock-kernel lane of withReference(), not the engine's own. */
   reference?: boolean;
@@ -151,7 +158,14 @@ export class LlamaEngine {
     const cancel = (): void => void this.native.cancel(ticket);
     signal?.addEventListener('abort', cancel, { once: true });
     try {
-      return await this.native.score(prefix, branches, { tenant: opts.tenant, ticket, reference: opts.reference, background: opts.background });
+      return await this.native.score(prefix, branches, {
+        tenant: opts.tenant,
+        ticket,
+        reference: opts.reference,
+        background: opts.background,
+        scope: opts.cacheScope,
+        sharedHead: opts.sharedHead,
+      });
     } catch (err) {
       throw asEngineError(err);
     } finally {

@@ -170,7 +170,8 @@ export class LocalEngine implements EngineService {
     }
     let outcome: ScoreOutcome;
     try {
-      outcome = await this.scoreGroups(prefix, groups, request, signal);
+      const sharedHead = this.frameTokens(request.system).head.length;
+      outcome = await this.scoreGroups(prefix, groups, request, sharedHead, signal);
     } finally {
       this.ledger.done(ticket);
     }
@@ -249,9 +250,16 @@ export class LocalEngine implements EngineService {
   /**
    * One engine job per group of branches that begin alike (branch-heads.ts), submitted together: the
    * engine decodes the request's prefix once and each group's head once. Reported as one job would:
-   * every token evaluated, and the prefix tokens that were cached before the request.
+   * every token evaluated, and the prefix tokens that were cached before the request. The frame's
+   * head (`sharedHead` tokens) is all of it that another cache scope's prefixes may lend.
    */
-  private async scoreGroups(prefix: Int32Array, groups: BranchGroup[], request: TextScoreRequest, signal?: AbortSignal): Promise<ScoreOutcome> {
+  private async scoreGroups(
+    prefix: Int32Array,
+    groups: BranchGroup[],
+    request: TextScoreRequest,
+    sharedHead: number,
+    signal?: AbortSignal,
+  ): Promise<ScoreOutcome> {
     const candidates = request.branches.map((b) => Int32Array.from(b.answers.flat()));
     // Each group's job listens for the abort and stops listening when it settles: a request of many
     // questions holds more listeners at once than the 10 Node warns of, and leaks none.
@@ -261,7 +269,7 @@ export class LocalEngine implements EngineService {
         this.engine.score(
           concat([prefix, g.head]),
           g.members.map((m) => ({ suffix: m.rest, candidates: candidates[m.index]! })),
-          { tenant: request.tenant, signal, background: request.background },
+          { tenant: request.tenant, cacheScope: request.cacheScope, sharedHead, signal, background: request.background },
         ),
       ),
     );

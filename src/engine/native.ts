@@ -45,11 +45,13 @@ export interface NativeEngine {
   /**
    * A non-zero ticket lets cancel(ticket) drop the job at the next batch boundary; `reference` scores
    * on the lane openReference() opened; `background` work is decoded only while no other job is in hand.
+   * `scope` (hashed) names whose prefix cache the prefix is kept in, none or empty the global one;
+   * another scope's cached prefix lends at most its first `sharedHead` tokens (default 0).
    */
   score(
     prefix: Int32Array,
     branches: { suffix: Int32Array; candidates: Int32Array }[],
-    options?: { tenant?: string; ticket?: number; reference?: boolean; background?: boolean },
+    options?: { tenant?: string; ticket?: number; reference?: boolean; background?: boolean; scope?: string; sharedHead?: number },
   ): Promise<NativeScoreOutcome>;
   /** false when no unsettled job holds the ticket. */
   cancel(ticket: number): boolean;

@@ -3,6 +3,7 @@
 // finds its prefix in that engine's cache; it goes elsewhere only when the queue it would join at
 // home is longer than the prefix the cache would save. Removing an engine moves only the prefixes
 // whose home it was; adding one takes a fair share from every other.
+import type { TextScoreRequest } from './types.js';
 
 export interface Candidate {
   id: number;
@@ -32,6 +33,15 @@ export function placeRequest(candidates: readonly Candidate[], key: readonly str
     }
   }
   return best.id;
+}
+
+/**
+ * What a request's home is chosen by: its cache scope, system text and state. A state's home is its
+ * account's: another account's identical state is placed as any new text is, and finds nothing of
+ * the first account's in that engine's cache anyway (the scorer keeps scopes apart).
+ */
+export function placementKey(request: Pick<TextScoreRequest, 'cacheScope' | 'system' | 'prefix'>): string[] {
+  return [request.cacheScope ?? '', request.system ?? '', request.prefix];
 }
 
 /** FNV-1a over the parts with a NUL after each, so ["ab", "c"] and ["a", "bc"] differ. */

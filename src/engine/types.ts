@@ -200,6 +200,13 @@ export interface TextScoreRequest {
   /** Whose request it is (an API key id): the engine shares its batches fairly between tenants. */
   tenant?: string;
   /**
+   * Whose prefix cache the request's text is looked up in and left in (an account's id): beyond the
+   * frame's head, which every request shares, no request reuses the cells of another scope's text,
+   * waits on its decode, or is placed by it. Absent or empty: the global cache, for one trusted
+   * owner's requests (`--prefix-cache-scope global`) and the engine's own work.
+   */
+  cacheScope?: string;
+  /**
    * Milliseconds the request has left before its deadline: the engine drops its work when they run
    * out (a remote call carries them as its gRPC deadline). Absent: no deadline.
    */

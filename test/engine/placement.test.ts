@@ -1,7 +1,7 @@
 // Placement of scoring requests over several engines (pure functions), and `--gpus` in the config.
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
-import { placeRequest, type Candidate } from '../../src/engine/placement.js';
+import { placementKey, placeRequest, type Candidate } from '../../src/engine/placement.js';
 
 const idle = (ids: number[]): Candidate[] => ids.map((id) => ({ id, load: 0 }));
 const keys = Array.from({ length: 2000 }, (_, i) => ['', `Ticket #${i} from a customer in Lyon.\n`]);
@@ -44,6 +44,15 @@ t.test('a busy home is left only when its queue is longer than the prefix it wou
   t.equal(placeRequest(loads(500, 0), key, 500), home, 'a tie stays home');
   t.equal(placeRequest(loads(501, 0), key, 500), other, 'waiting 501 at home loses to evaluating it cold elsewhere');
   t.equal(placeRequest(loads(2000, 1400), key, 500), other, 'the less busy of two busy engines');
+});
+
+t.test("a state's home is its account's: the same state of other accounts is spread like new text", async (t) => {
+  const request = { system: 'Answer the questions.', prefix: 'Ticket #12 from a customer in Lyon.\n' };
+  const homeOf = (cacheScope?: string) => placeRequest(idle([0, 1, 2, 3]), placementKey({ ...request, cacheScope }), 100);
+  t.equal(homeOf('usr_a'), homeOf('usr_a'), "one account's state has one home");
+  const counts = [0, 0, 0, 0];
+  for (let i = 0; i < 400; i++) counts[homeOf(`usr_${i}`)]!++;
+  for (const [id, n] of counts.entries()) t.ok(n > 60 && n < 140, `engine ${id} is home to this state for ${n} of 400 accounts`);
 });
 
 t.test('one engine takes every request, whatever its load', async (t) => {

@@ -21,6 +21,7 @@ const REQUEST: TextScoreRequest = {
   branches: [{ suffix: 'q?', answers: [[1, 2], [3]] }],
   maxPromptTokens: 100,
   tenant: 'key_a',
+  cacheScope: 'usr_a',
 };
 const RESULT: TextScoreResult = {
   branches: [[-0.1053605156578263, -2.3025850929940455]],
@@ -115,7 +116,7 @@ t.test('a result crosses exactly, and the tenant with the request', async (t) =>
   const { channel } = await served(t, fake.engine);
   const answer = channel.score(REQUEST);
   t.ok(await until(() => fake.calls.length === 1));
-  t.same(fake.calls[0]!.request, REQUEST, 'the request arrives whole, tenant included');
+  t.same(fake.calls[0]!.request, REQUEST, 'the request arrives whole, tenant and cache scope included');
   fake.calls[0]!.settle(RESULT);
   const got = await answer;
   t.same(got, RESULT);

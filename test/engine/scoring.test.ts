@@ -4,6 +4,7 @@
 import t, { type Test } from 'tap';
 import { createLocalEngine } from '../../src/engine/local.js';
 import type { ScoreOutcome } from '../../src/engine/llama-engine.js';
+import type { TextScoreRequest } from '../../src/engine/types.js';
 import { TEST_MODEL } from '../helpers/models.js';
 
 const MODEL = TEST_MODEL;
@@ -209,6 +210,33 @@ t.test('prefix cache: a request sharing a head still being decoded waits for it 
   t.ok(b.cached >= head.length, `the second found the head the first decoded (${b.cached} cached)`);
   t.equal(a.evaluated + b.evaluated, first.length - a.cached + second.length - b.cached + 2 * branch.suffix.length, 'every token evaluated once');
   t.ok(a.evaluated + b.evaluated < first.length + second.length, 'the shared head was not decoded twice');
+});
+
+t.test("cache scopes: another account's identical state reuses the frame head alone, its own account all of it, every score the same bits", async (t) => {
+  const request = (cacheScope?: string): TextScoreRequest => ({
+    system: 'You read support tickets for the help desk and answer questions about them.',
+    prefix: `${state('#scoped')}${state('#scoped-again')}`,
+    branches: QUESTIONS.slice(0, 3).map((q) => ({ suffix: `Question: ${q}\nAnswer:`, answers: [[LABELS[0]!], [LABELS[1]!], [LABELS[2]!]] })),
+    maxPromptTokens: 1024,
+    tenant: cacheScope ?? 'owner',
+    cacheScope,
+  });
+  const head = local.tokenizeRequest({ ...request(), prefix: '' }).prefix.length;
+  const prefix = local.tokenizeRequest(request()).prefix.length;
+  t.ok(head > 10 && head < prefix / 4, `a frame head of ${head} tokens before a state of ${prefix - head}`);
+  const a = await local.scoreText(request('usr_a'));
+  t.ok(a.cachedTokens < head, `the first account's state is cold (${a.cachedTokens} tokens cached)`);
+  const b = await local.scoreText(request('usr_b'));
+  t.equal(b.cachedTokens, head, "another account's identical state found the frame head alone");
+  t.equal(b.evaluatedTokens, a.evaluatedTokens + a.cachedTokens - head, 'and decoded the rest of it, as the first did');
+  const again = await local.scoreText(request('usr_a'));
+  t.equal(again.cachedTokens, prefix, "the first account's repeat found its whole state");
+  t.equal(again.evaluatedTokens, a.evaluatedTokens + a.cachedTokens - prefix, 'and decoded only its questions');
+  const global = await local.scoreText(request());
+  t.equal(global.cachedTokens, head, 'the global cache shares the head with the accounts, nothing more');
+  const globalAgain = await local.scoreText(request());
+  t.equal(globalAgain.cachedTokens, prefix, 'and keeps what it decoded for the next global request');
+  for (const [what, r] of Object.entries({ b, again, global, globalAgain })) t.strictSame(r.branches, a.branches, `${what}: the same log-probs, bit for bit`);
 });
 
 t.test('split == whole: prefix and suffix split at a newline score like the whole sequence', async (t) => {

@@ -22,6 +22,13 @@ import { calibrationFrom, type Calibration, type CalibrationMode, type Calibrati
 import { presetCalibration } from '../../decision/calibration-presets.js';
 import { LAYOUT_VERSION } from '../../decision/prompt.js';
 
+/**
+ * Whose prefix cache a request's state is kept in. `account`: each account's own (the keys of one
+ * user share it; another account's identical state is decoded cold, so timing tells it nothing);
+ * `global`: one cache for every key, for a server with one trusted owner.
+ */
+export type PrefixCacheScope = 'account' | 'global';
+
 export interface SystemOneDeps {
   engine: EngineService;
   store: { keys: KeyStore; idempotency: IdempotencyStore; retention: RetentionStore; calibrations: CalibrationStore };
@@ -32,6 +39,8 @@ export interface SystemOneDeps {
   contextTokens: number | null;
   /** Which calibration of the served model and layout answers are served with (--calibration). */
   calibration: CalibrationMode;
+  /** --prefix-cache-scope. */
+  prefixCacheScope: PrefixCacheScope;
   /** Retention, the per-request caps and the deadline. */
   limits: Pick<LimitsConfig, 'retentionDays' | 'maxQuestions' | 'maxBranches' | 'requestDeadlineSeconds' | 'maxRequestTokens' | 'admission'>;
   /** Honour Idempotency-Key (default true). */
@@ -204,6 +213,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
         longContext,
         calibration: await calibrationFor(info.sha256),
         tenant: key.id,
+        cacheScope: deps.prefixCacheScope === 'account' ? key.user_id : undefined,
         signal: watch.signal,
         deadlineMs: watch.remainingMs(),
         admitByCost: deps.limits.admission === 'cost',

@@ -32,6 +32,7 @@ export interface ScoreMessage {
   maxRequestTokens: number;
   admitByCost: boolean;
   background: boolean;
+  cacheScope: string;
 }
 
 export interface ScoreReplyMessage {
@@ -52,6 +53,7 @@ export function scoreMessage(request: TextScoreRequest): ScoreMessage {
     maxRequestTokens: request.maxRequestTokens ?? 0,
     admitByCost: request.admitByCost ?? false,
     background: request.background ?? false,
+    cacheScope: request.cacheScope ?? '',
   };
 }
 
@@ -67,6 +69,7 @@ export function scoreRequest(msg: ScoreMessage, deadline: number): TextScoreRequ
     ...(msg.admitByCost ? { admitByCost: true } : {}),
     ...(msg.maxRequestTokens ? { maxRequestTokens: msg.maxRequestTokens } : {}),
     ...(msg.background ? { background: true } : {}),
+    ...(msg.cacheScope ? { cacheScope: msg.cacheScope } : {}),
   };
 }
 
