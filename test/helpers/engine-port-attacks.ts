@@ -11,7 +11,12 @@ import net from 'node:net';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 const DATA = 0x0;
+const HEADERS = 0x1;
+const RST_STREAM = 0x3;
+const END_STREAM = 0x1;
 const PADDED = 0x8;
+
+type OnFrame = (frame: { type: number; flags: number; stream: number; payload: Buffer }) => void;
 
 /** Splits a byte stream into HTTP/2 frames, passing each DATA payload through `alter`. */
 class FrameStream {
@@ -21,7 +26,7 @@ class FrameStream {
   constructor(
     clientSide: boolean,
     private readonly alter: (payload: Buffer) => Buffer,
-    private readonly onData: (streamId: number, payload: Buffer) => void = () => {},
+    private readonly onFrame: OnFrame = () => {},
   ) {
     this.prefaceLeft = clientSide ? PREFACE.length : 0;
   }
@@ -45,8 +50,8 @@ class FrameStream {
         const payload = this.alter(frame.subarray(9));
         if (payload.length !== length) throw new Error('a DATA payload must keep its length');
         payload.copy(frame, 9);
-        this.onData(frame.readUInt32BE(5) & 0x7fffffff, frame.subarray(9));
       }
+      this.onFrame({ type: frame[3]!, flags: frame[4]!, stream: frame.readUInt32BE(5) & 0x7fffffff, payload: frame.subarray(9) });
       out.push(frame);
     }
     return Buffer.concat(out);
@@ -117,25 +122,28 @@ export function tamperingProxy(
 
 /**
  * Sends a recorded connection to the engine at host:port, byte for byte, and reads what comes back
- * until the engine closes or is quiet for `quietMs`: whether any call was answered with a message
- * (a reply's DATA frame), as opposed to refused.
+ * until every call in it has ended (or the connection has, or `timeoutMs` passed): whether any was
+ * answered with a message (a reply's DATA frame), as opposed to refused.
  */
-export function replay(recording: Buffer, target: { host: string; port: number }, quietMs = 500): Promise<{ answered: boolean }> {
+export function replay(recording: Buffer, target: { host: string; port: number }, timeoutMs = 30_000): Promise<{ answered: boolean }> {
+  const calls = new Set<number>();
+  new FrameStream(true, same, (f) => {
+    if (f.type === HEADERS) calls.add(f.stream);
+  }).push(recording);
   return new Promise((resolve) => {
     let answered = false;
-    const frames = new FrameStream(false, same, (_stream, payload) => {
-      if (payload.length > 5) answered = true;
-    });
+    const ended = new Set<number>();
     const socket = net.connect(target.port, target.host, () => socket.write(recording));
-    let quiet = setTimeout(() => socket.destroy(), quietMs);
-    socket.on('data', (chunk: Buffer) => {
-      frames.push(chunk);
-      clearTimeout(quiet);
-      quiet = setTimeout(() => socket.destroy(), quietMs);
+    const frames = new FrameStream(false, same, (f) => {
+      if (f.type === DATA && f.payload.length > 5) answered = true;
+      if (((f.type === DATA || f.type === HEADERS) && f.flags & END_STREAM) || f.type === RST_STREAM) ended.add(f.stream);
+      if ([...calls].every((c) => ended.has(c))) socket.destroy();
     });
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    socket.on('data', (chunk: Buffer) => frames.push(chunk));
     socket.on('error', () => {});
     socket.on('close', () => {
-      clearTimeout(quiet);
+      clearTimeout(timer);
       resolve({ answered });
     });
   });
