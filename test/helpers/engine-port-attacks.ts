@@ -219,34 +219,32 @@ export interface FloodResult {
   open: number;
 }
 
-/** Opens `count` Score calls at once on one connection, with no proof and no message, and sees what becomes of each. */
-export async function streamFlood(target: { host: string; port: number }, count: number, quietMs = 500): Promise<FloodResult> {
+/**
+ * Opens `count` Score calls at once on one connection, with no proof and no message, and sees what
+ * becomes of each by the time all have closed, or `timeoutMs` has passed (an engine that holds them).
+ */
+export async function streamFlood(target: { host: string; port: number }, count: number, timeoutMs = 5_000): Promise<FloodResult> {
   // As if the engine had allowed this many: the calls go out in one burst, before its settings arrive.
   const session = http2.connect(`http://${target.host}:${target.port}`, { peerMaxConcurrentStreams: count });
   session.on('error', () => {});
   const result: FloodResult = { refused: 0, answered: 0, open: count };
-  let quiet: NodeJS.Timeout | undefined;
-  const settled = new Promise<void>((resolve) => {
-    const wait = (): void => {
-      clearTimeout(quiet);
-      quiet = setTimeout(resolve, quietMs);
-    };
-    wait();
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
     for (let i = 0; i < count; i++) {
       const stream = session.request({ ':method': 'POST', ':path': '/arbitra.engine.v1.Engine/Score', 'content-type': 'application/grpc', te: 'trailers' });
       stream.on('error', () => {});
       stream.on('response', (h) => {
         if (h['grpc-status'] !== undefined) result.answered++;
-        wait();
       });
       stream.on('close', () => {
-        result.open--;
         if (stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) result.refused++;
-        wait();
+        if (--result.open === 0) {
+          clearTimeout(timer);
+          resolve();
+        }
       });
     }
   });
-  await settled;
   const seen = { ...result };
   session.destroy();
   return seen;

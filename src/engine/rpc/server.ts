@@ -33,16 +33,17 @@ export interface EngineServer {
 }
 
 /**
- * Calls one connection may have open at once. Past it HTTP/2 refuses the stream (REFUSED_STREAM)
- * before anything of it is read; a gRPC client holds its further calls until one ends, so a busy
- * worker waits rather than fails (nginx's default is the same).
+ * Calls one TCP connection may have open at once: past it HTTP/2 refuses the stream
+ * (REFUSED_STREAM) before anything of it is read. A gRPC client would hold its further calls until
+ * one ends, out of sight of the engine's fair scheduling and admission, so the bound is far above
+ * what one HTTP worker has in flight (32 a key by default); a connection proves nothing before its
+ * first call is checked, and that is what this bounds.
  */
-export const MAX_CONCURRENT_STREAMS = 128;
+export const MAX_CONCURRENT_STREAMS = 1024;
 
 const SERVER_OPTIONS: grpc.ServerOptions = {
   'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
   'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
-  'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
   // An API node that vanished without closing its connection (a cut network) has its calls
   // cancelled once pings go unanswered, instead of holding its jobs until their deadlines.
   'grpc.keepalive_time_ms': 30_000,
@@ -60,7 +61,7 @@ export async function serveEngine(engine: ServedEngine, on: ListenOn, log: (line
   }
   const port = new EnginePort(on.bounds);
   const guard = engineGuard({ secret: on.secret, name: newEngineName(), service: EngineClient.service, port, log });
-  const server = new grpc.Server({ ...SERVER_OPTIONS, interceptors: [guard] });
+  const server = new grpc.Server({ ...SERVER_OPTIONS, 'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS, interceptors: [guard] });
   addServices(server, guardedService(EngineClient.service), engine);
   const credentials = on.tls
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: on.tls.cert, private_key: on.tls.key }], false)
