@@ -341,6 +341,10 @@ t.test('TLS: served with a certificate, trusted through a private CA, refused wi
   const plain = openEngineChannel(engine.address.replace('tls://', 'tcp://'), { secret: SECRET });
   t.teardown(() => plain.close());
   await t.rejects(plain.info(5000), { code: 'unavailable' }, 'plain TCP to a TLS engine fails');
+  const guessing = openEngineChannel(engine.address, { secret: 'not-the-secret-0123456', ca: fs.readFileSync(cert) });
+  t.teardown(() => guessing.close());
+  await t.rejects(guessing.info(5000), { message: 'the engine refused this node: wrong engine secret' }, 'a wrong secret over TLS is refused, and says so');
+  t.same(await trusted.score(REQUEST), RESULT, 'the node with the secret is served on');
 });
 
 t.test('config: --engines, --listen and the secret', async (t) => {
