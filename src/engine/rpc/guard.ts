@@ -55,12 +55,11 @@ export interface GuardOptions {
   service: grpc.ServiceDefinition;
   port: Pick<EnginePort, 'proved' | 'cut'>;
   log: (line: string) => void;
-  throttle?: FailureThrottle;
 }
 
 export function engineGuard(opts: GuardOptions): grpc.ServerInterceptor {
   const verifier = new CallVerifier(opts.secret, opts.name);
-  const throttle = opts.throttle ?? new FailureThrottle();
+  const throttle = new FailureThrottle();
   const noteRefusal = refusalLog(opts.log);
   const methods = new Map(Object.values(opts.service).map((def) => [def.path, def]));
 

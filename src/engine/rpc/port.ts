@@ -100,11 +100,6 @@ export class EnginePort {
     setTimeout(() => socket.resetAndDestroy(), CLOSE_GRACE_MS).unref();
   }
 
-  /** Connections open now. */
-  get connections(): number {
-    return this.open.size;
-  }
-
   /**
    * Stops listening, once every connection has ended. The gRPC server ends those it holds sessions
    * on (resetting a socket under a live HTTP/2 session would leave its handle open); the rest (a
