@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { MIN_SECRET_LENGTH } from './engine/rpc/auth.js';
 import { formatEngineAddress } from './engine/rpc/address.js';
+import { PORT_BOUNDS } from './engine/rpc/port.js';
 import type { EngineOptions } from './engine/types.js';
 import { parseTrustedProxies, type Cidr } from './api/client-address.js';
 import type { HttpImplementation } from './api/route.js';
@@ -338,6 +339,11 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const engines = engineList(raw('--engines'));
   if (engines && gpus) throw new ConfigError('--gpus starts local engines and --engines uses remote ones: give one of them');
   if (engines && workers === 0) throw new ConfigError('--engines needs --workers 1 or more: the single-process mode holds its engine in-process');
+  if (engines && workers >= PORT_BOUNDS.perAddress) {
+    throw new ConfigError(
+      `--engines with --workers ${workers}: an engine takes ${PORT_BOUNDS.perAddress} connections from one address, and this node opens one per worker and one for its primary; give --workers ${PORT_BOUNDS.perAddress - 1} or fewer`,
+    );
+  }
   const listenRaw = raw('--listen');
   const listen = listenRaw ? hostPort(listenRaw.value, listenRaw.source) : null;
   const engineSecret = env.ARBITRA_ENGINE_SECRET || undefined;

@@ -1,16 +1,18 @@
 // A channel to one engine, whatever its transport: the private Unix socket of a local engine, or
-// TCP (TLS) to an engine node with every call proving the shared secret and checking the engine's
-// proof. One rule for every caller (HTTP workers, the primary, API nodes): a scoring call carries
-// the request's deadline, a signal that aborts cancels it, and an engine that is not there (dead,
-// restarting, unreachable) fails it with `unavailable` at once or, mid-call, when its connection
-// goes. gRPC's keepalive notices a peer that vanished without closing the connection.
+// TCP (TLS) to an engine node with every call proving the shared secret over its message and every
+// reply checked for the engine's proof over its own (auth.ts) before it is believed. One rule for
+// every caller (HTTP workers, the primary, API nodes): a scoring call carries the request's
+// deadline, a signal that aborts cancels it, and an engine that is not there (dead, restarting,
+// unreachable) or cannot prove its reply fails it with `unavailable` at once or, mid-call, when its
+// connection goes. gRPC's keepalive notices a peer that vanished without closing the connection.
 import * as grpc from '@grpc/grpc-js';
-import { engineProved, signCall } from './auth.js';
+import { bodyHash, NAME_TRAILER, replyProved, signCall } from './auth.js';
 import { grpcTarget, parseEngineAddress } from './address.js';
 import {
   callError,
   EngineClient,
   ENGINE_SERVICE,
+  ERROR_TRAILER,
   HealthClient,
   MAX_MESSAGE_BYTES,
   parseJson,
@@ -52,12 +54,14 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.enable_retries': 0,
 };
 
-type Unary = (
-  message: unknown,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: (err: grpc.ServiceError | null, reply: unknown) => void,
-) => grpc.ClientUnaryCall;
+type Method = grpc.MethodDefinition<unknown, unknown>;
+const bytesAsTheyAre = (bytes: Buffer): Buffer => bytes;
+const ENGINE_METHODS = EngineClient.service;
+const HEALTH_CHECK = HealthClient.service.Check!;
+
+function impostor(): EngineError {
+  return new EngineError('unavailable', 'the engine could not prove its reply: an engine without the shared secret, or a reply altered on the way');
+}
 
 export function openEngineChannel(address: string, opts: ChannelOptions = {}): EngineChannel {
   const where = parseEngineAddress(address);
@@ -67,57 +71,92 @@ export function openEngineChannel(address: string, opts: ChannelOptions = {}): E
   const engine = new EngineClient(grpcTarget(where), credentials, CHANNEL_OPTIONS);
   // Shares the engine client's channel, so a health check travels the same connection as the work.
   const health = new HealthClient(grpcTarget(where), credentials, { ...CHANNEL_OPTIONS, channelOverride: engine.getChannel() });
+  /** The engine's name as it last said it: its start's, until it restarts (auth.ts). */
+  let engineName = '';
 
-  /** A unary call; `signed` ones prove the secret to a TCP engine and need its proof back. */
-  function call<R>(client: grpc.Client, method: string, path: string, message: unknown, deadline: number, signed: boolean, signal?: AbortSignal): Promise<R> {
-    return new Promise<R>((resolve, reject) => {
-      if (signal?.aborted) return reject(cancelledError());
-      const metadata = new grpc.Metadata();
-      const nonce = secret && signed ? signCall(metadata, secret, path) : null;
-      let proved: boolean | null = null;
-      let abandoned = false;
-      const impostor = (): EngineError => new EngineError('unavailable', 'the engine could not prove the shared secret');
-      const onAbort = (): void => {
-        abandoned = true;
-        pending.cancel();
-      };
-      const pending = (client as unknown as Record<string, Unary>)[method]!.call(client, message, metadata, { deadline }, (err, reply) => {
-        signal?.removeEventListener('abort', onAbort);
-        if (err && proved === false && err.code === grpc.status.CANCELLED) return reject(impostor());
-        if (err) return reject(callError(err, abandoned));
-        if (nonce !== null && proved !== true) return reject(impostor());
-        resolve(reply as R);
-      });
-      if (nonce !== null) {
-        // An answer counts only from an engine that proved the secret in its response headers.
-        pending.on('metadata', (headers: grpc.Metadata) => {
-          proved = engineProved(headers, secret!, nonce);
-          if (!proved) pending.cancel();
+  /**
+   * A unary call with its message as bytes; on TCP a `signed` one proves the secret over those bytes
+   * to the engine named `engineName`, and its reply is taken only with the engine's proof over it.
+   */
+  function call<R>(client: grpc.Client, method: Method, message: unknown, deadline: number, signed: boolean, signal?: AbortSignal): Promise<R> {
+    const bytes = method.requestSerialize(message);
+    if (bytes.length > MAX_MESSAGE_BYTES) {
+      return Promise.reject(
+        new EngineError(
+          'context_exceeded',
+          `the request is ${(bytes.length / 2 ** 20).toFixed(0)} MiB, more than an engine takes (${MAX_MESSAGE_BYTES / 2 ** 20} MiB); no model's context holds it`,
+        ),
+      );
+    }
+    const proving = signed ? secret : null;
+    const attempt = (named: string, again: boolean): Promise<R> =>
+      new Promise<R>((resolve, reject) => {
+        if (signal?.aborted) return reject(cancelledError());
+        const metadata = new grpc.Metadata();
+        const nonce = proving === null ? null : signCall(metadata, proving, { method: method.path, engine: named, body: bytes });
+        let abandoned = false;
+        let outcome: { err: grpc.ServiceError | null; reply?: Buffer } = { err: null };
+        const onAbort = (): void => {
+          abandoned = true;
+          pending.cancel();
+        };
+        const pending = client.makeUnaryRequest(method.path, bytesAsTheyAre, bytesAsTheyAre, bytes, metadata, { deadline }, (err, reply) => {
+          outcome = { err, reply };
         });
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+        // Emitted just after the callback, with the trailers that carry the engine's proof.
+        pending.on('status', (status: grpc.StatusObject) => {
+          signal?.removeEventListener('abort', onAbort);
+          const { err, reply } = outcome;
+          const said = status.metadata.get(NAME_TRAILER)[0];
+          if (nonce !== null && err?.code === grpc.status.UNAUTHENTICATED && typeof said === 'string' && said !== named && !again) {
+            // The engine proved nothing yet, and read nothing: the call is made again for the name it gave.
+            engineName = said;
+            attempt(said, true).then(resolve, reject);
+            return;
+          }
+          const error = status.metadata.get(ERROR_TRAILER)[0];
+          if (nonce !== null) {
+            const proved = replyProved(status.metadata, proving!, {
+              nonce,
+              engine: named,
+              code: status.code,
+              body: bodyHash(err ? null : (reply ?? null)),
+              error: typeof error === 'string' ? error : '',
+            });
+            // A score, or an engine's own refusal, counts only with its proof; the rest (the call's
+            // fate on the way) is the same whoever says it.
+            if (!proved && (!err || typeof error === 'string')) return reject(impostor());
+          }
+          if (err) return reject(callError(err, abandoned));
+          try {
+            resolve(method.responseDeserialize(reply!) as R);
+          } catch {
+            reject(new EngineError('internal', `the engine sent a reply to ${method.path} that does not decode`));
+          }
+        });
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+    return attempt(engineName, false);
   }
 
   const within = (ms: number): number => Date.now() + ms;
-  const path = (name: string): string => `/${ENGINE_SERVICE}/${name}`;
 
   return {
     address,
     async info(timeoutMs) {
-      const reply = await call<{ factsJson: string }>(engine, 'info', path('Info'), {}, within(timeoutMs), true);
+      const reply = await call<{ factsJson: string }>(engine, ENGINE_METHODS.Info!, {}, within(timeoutMs), true);
       return parseJson<EngineInfo>(reply.factsJson, 'facts');
     },
     async score(request, signal) {
       const deadline = request.deadlineMs === undefined ? Infinity : within(request.deadlineMs);
-      return scoreResult(await call<ScoreReplyMessage>(engine, 'score', path('Score'), scoreMessage(request), deadline, true, signal));
+      return scoreResult(await call<ScoreReplyMessage>(engine, ENGINE_METHODS.Score!, scoreMessage(request), deadline, true, signal));
     },
     async stats(timeoutMs) {
-      const reply = await call<{ statsJson: string }>(engine, 'stats', path('Stats'), {}, within(timeoutMs), true);
+      const reply = await call<{ statsJson: string }>(engine, ENGINE_METHODS.Stats!, {}, within(timeoutMs), true);
       return parseJson<EngineStats>(reply.statsJson, 'counters');
     },
     async serving(timeoutMs) {
-      const reply = await call<{ status: string }>(health, 'check', '/grpc.health.v1.Health/Check', { service: ENGINE_SERVICE }, within(timeoutMs), false);
+      const reply = await call<{ status: string }>(health, HEALTH_CHECK, { service: ENGINE_SERVICE }, within(timeoutMs), false);
       return reply.status === 'SERVING';
     },
     close() {

@@ -7,8 +7,14 @@ import * as protoLoader from '@grpc/proto-loader';
 import { packageRoot } from '../../paths.js';
 import { cancelledError, EngineError, type EngineErrorCode, type TextScoreRequest, type TextScoreResult } from '../types.js';
 
-/** Far above any real request (the HTTP body limit is 1 MiB by default); a guard, not a quota. */
-export const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+/**
+ * The largest message either end reads, and only from a caller that proved the secret: an engine
+ * reads nothing of an unproven call (guard.ts). A scoring request is a decision's state once and
+ * each question once per debias pass (8 at most): about 9 times its body, so under 10 MiB at the
+ * default 1 MiB body limit; 64 MiB holds bodies of 7 MiB, whose state no model's context holds.
+ * The client refuses a larger request before sending it, as context_exceeded.
+ */
+export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 export const ERROR_TRAILER = 'arbitra-error';
 /** The engine's service name, as the health protocol is asked about it. */
 export const ENGINE_SERVICE = 'arbitra.engine.v1.Engine';

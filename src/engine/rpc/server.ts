@@ -1,13 +1,16 @@
 // An engine served to its callers: the Engine service and the standard health service on one gRPC
 // server, on the engine process's private Unix socket (the HTTP workers and the primary of its
 // node) or on TCP for API nodes elsewhere (TLS with a certificate; every call but a health check
-// proves the shared secret). A call's cancellation, its deadline and the loss of its connection (a
-// worker that died) all reach the engine the same way: the job's signal aborts and the scheduler
-// drops the job at its next batch.
+// proves the shared secret before its message is read, guard.ts, on connections port.ts bounds). A
+// call's cancellation, its deadline and the loss of its connection (a worker that died) all reach
+// the engine the same way: the job's signal aborts and the scheduler drops the job at its next
+// batch.
 import fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { answerCall, CallVerifier } from './auth.js';
-import { formatEngineAddress, hostPort } from './address.js';
+import { newEngineName } from './auth.js';
+import { formatEngineAddress } from './address.js';
+import { engineGuard, guardedService } from './guard.js';
+import { EnginePort, type PortBounds } from './port.js';
 import { ENGINE_SERVICE, errorStatus, MAX_MESSAGE_BYTES, replyMessage, scoreRequest, EngineClient, HealthClient, type ScoreMessage } from './codec.js';
 import type { EngineInfo, EngineService, EngineStats } from '../types.js';
 
@@ -21,13 +24,22 @@ export interface TlsFiles {
   key: Buffer;
 }
 
-export type ListenOn = { path: string } | { host: string; port: number; secret: string; tls?: TlsFiles };
+export type ListenOn = { path: string } | { host: string; port: number; secret: string; tls?: TlsFiles; bounds?: PortBounds };
 
 export interface EngineServer {
   /** The socket path, or tcp://host:port / tls://host:port with the port resolved when 0 was asked. */
   address: string;
   close(): Promise<void>;
 }
+
+/**
+ * Calls one TCP connection may have open at once: past it HTTP/2 refuses the stream
+ * (REFUSED_STREAM) before anything of it is read. A gRPC client would hold its further calls until
+ * one ends, out of sight of the engine's fair scheduling and admission, so the bound is far above
+ * what one HTTP worker has in flight (32 a key by default); a connection proves nothing before its
+ * first call is checked, and that is what this bounds.
+ */
+export const MAX_CONCURRENT_STREAMS = 1024;
 
 const SERVER_OPTIONS: grpc.ServerOptions = {
   'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
@@ -38,45 +50,51 @@ const SERVER_OPTIONS: grpc.ServerOptions = {
   'grpc.keepalive_timeout_ms': 10_000,
 };
 
-/** A refusal is logged once a minute per peer and reason: a misconfigured node retries every few seconds. */
-const REFUSAL_LOG_MS = 60_000;
-
 export async function serveEngine(engine: ServedEngine, on: ListenOn, log: (line: string) => void): Promise<EngineServer> {
-  const server = new grpc.Server(SERVER_OPTIONS);
-  const secret = 'secret' in on ? on.secret : null;
-  const verifier = secret ? new CallVerifier(secret) : null;
-  const logged = new Map<string, number>();
-
-  /** Checks the caller's proof and answers it; false (the call already refused) when it fails. */
-  function admitted(call: grpc.ServerUnaryCall<unknown, unknown>, method: string, callback: grpc.sendUnaryData<unknown>): boolean {
-    if (!verifier) return true;
-    const verdict = verifier.check(call.metadata, method);
-    if ('refused' in verdict) {
-      const key = `${call.getPeer()} ${verdict.refused}`;
-      if (Date.now() - (logged.get(key) ?? 0) > REFUSAL_LOG_MS) {
-        logged.set(key, Date.now());
-        log(`engine: refused ${call.getPeer()}: ${verdict.refused}`);
-      }
-      callback({ code: grpc.status.UNAUTHENTICATED, details: verdict.refused });
-      return false;
-    }
-    const headers = new grpc.Metadata();
-    answerCall(headers, secret!, verdict.nonce);
-    call.sendMetadata(headers);
-    return true;
+  if ('path' in on) {
+    const server = new grpc.Server(SERVER_OPTIONS);
+    addServices(server, EngineClient.service, engine);
+    await bind(server, `unix:${on.path}`, grpc.ServerCredentials.createInsecure());
+    // The directory is private already; the socket is made so too.
+    fs.chmodSync(on.path, 0o600);
+    return { address: on.path, close: async () => server.forceShutdown() };
   }
+  const port = new EnginePort(on.bounds);
+  const guard = engineGuard({ secret: on.secret, name: newEngineName(), service: EngineClient.service, port, log });
+  const server = new grpc.Server({ ...SERVER_OPTIONS, 'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS, interceptors: [guard] });
+  addServices(server, guardedService(EngineClient.service), engine);
+  const credentials = on.tls
+    ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: on.tls.cert, private_key: on.tls.key }], false)
+    : grpc.ServerCredentials.createInsecure();
+  const injector = server.createConnectionInjector(credentials);
+  const bound = await port
+    .listen(on.host, on.port, (socket) => injector.injectConnection(socket))
+    .catch((err: unknown) => {
+      server.forceShutdown();
+      throw err;
+    });
+  return {
+    address: formatEngineAddress(on.host, bound, Boolean(on.tls)),
+    async close() {
+      // Calls in flight are cut: their callers learn the engine went away, as when it dies. The
+      // injector's connections are its own to end: the server's shutdown knows only those it bound.
+      injector.drain(0);
+      server.forceShutdown();
+      await port.close();
+    },
+  };
+}
 
-  const path = (name: string): string => `/${ENGINE_SERVICE}/${name}`;
-  server.addService(EngineClient.service, {
-    info: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      if (!admitted(call, path('Info'), callback)) return;
+/** The Engine service over `engine`, and the health service. */
+function addServices(server: grpc.Server, service: grpc.ServiceDefinition, engine: ServedEngine): void {
+  server.addService(service, {
+    info: (_call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       engine.info().then(
         (info: EngineInfo) => callback(null, { factsJson: JSON.stringify(info) }),
         (err: unknown) => callback(errorStatus(err)),
       );
     },
-    stats: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      if (!admitted(call, path('Stats'), callback)) return;
+    stats: (_call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       try {
         callback(null, { statsJson: JSON.stringify(engine.stats()) });
       } catch (err) {
@@ -84,7 +102,6 @@ export async function serveEngine(engine: ServedEngine, on: ListenOn, log: (line
       }
     },
     score: (call: grpc.ServerUnaryCall<ScoreMessage, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      if (!admitted(call, path('Score'), callback)) return;
       const aborter = new AbortController();
       let settled = false;
       // Emitted when the caller cancels, when the deadline passes and when the connection is lost;
@@ -118,29 +135,6 @@ export async function serveEngine(engine: ServedEngine, on: ListenOn, log: (line
       callback(null, { status: wedged ? 'NOT_SERVING' : 'SERVING' });
     },
   });
-
-  let address: string;
-  if ('path' in on) {
-    await bind(server, `unix:${on.path}`, grpc.ServerCredentials.createInsecure());
-    // The directory is private already; the socket is made so too.
-    fs.chmodSync(on.path, 0o600);
-    address = on.path;
-  } else {
-    const credentials = on.tls
-      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: on.tls.cert, private_key: on.tls.key }], false)
-      : grpc.ServerCredentials.createInsecure();
-    const port = await bind(server, hostPort(on.host, on.port), credentials);
-    address = formatEngineAddress(on.host, port, Boolean(on.tls));
-  }
-  return {
-    address,
-    close: () =>
-      new Promise<void>((resolve) => {
-        // Calls in flight are cut: their callers learn the engine went away, as when it dies.
-        server.forceShutdown();
-        resolve();
-      }),
-  };
 }
 
 function bind(server: grpc.Server, target: string, credentials: grpc.ServerCredentials): Promise<number> {
