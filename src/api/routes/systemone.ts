@@ -262,7 +262,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
   async function handle(req: HttpRequest): Promise<HttpResponse> {
     const key: ApiKeyRecord = await authenticate(req, deps.store.keys);
     const { body, parts } = readSystemOneBody(req);
-    const request = validateSystemOneRequest(body);
+    const request = validateSystemOneRequest(body, deps.limits.maxQuestions);
     const fields = body as Record<string, unknown>;
     const images = validateAssets(fields, parts);
     const model = deps.models.resolve(request.model);
