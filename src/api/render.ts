@@ -21,11 +21,12 @@ const STORE_LOG_INTERVAL_MS = 10_000;
 let lastStoreLog = -Infinity;
 
 /**
- * The body every non-422 error carries. A message or context may name what the client sent (a
- * model, an id, a header), so both are cut to a bounded size, as a 422's items are.
+ * The body every non-422 error carries. A message or a context member may name what the client
+ * sent (a model, an id, a header), so each is cut to a bounded size, as a 422's items are; the
+ * members are few and named by the server, so each keeps a bound of its own.
  */
 export function errorBody(err: ApiError): { detail: Record<string, unknown> } {
-  const context = previewValue(err.context, MAX_MESSAGE_CHARS) as Record<string, unknown>;
+  const context = Object.fromEntries(Object.entries(err.context).map(([name, value]) => [name, previewValue(value, MAX_MESSAGE_CHARS)]));
   return { detail: { error_type: err.code, message: cutText(err.message, MAX_MESSAGE_CHARS), ...context } };
 }
 
