@@ -10,7 +10,7 @@ import { packageRoot } from '../../src/paths.js';
 import { call, json } from './http.js';
 
 const root = packageRoot();
-const CLI = path.join(root, 'dist', 'src', 'cli', 'main.js');
+const cliOf = (checkout: string): string => path.join(checkout, 'dist', 'src', 'cli', 'main.js');
 const CONSOLE_TOKEN = 'bench-console-token-0123456789';
 const LISTEN_TIMEOUT_MS = 300_000;
 const STOP_GRACE_MS = 15_000;
@@ -24,6 +24,8 @@ export interface ServeOptions {
   args?: readonly string[];
   /** ARBITRA_* variables on top of this process's environment. */
   env?: Record<string, string>;
+  /** Another checkout whose build to serve, a baseline; default this one. */
+  checkout?: string;
 }
 
 export interface Served {
@@ -84,7 +86,11 @@ export async function serve(opts: ServeOptions): Promise<Served> {
   const port = await freePort();
   const args = ['serve', '--port', String(port), '--data-dir', dataDir, '--model', opts.model, '--workers', String(opts.workers), ...(opts.args ?? [])];
   const extra = { ARBITRA_CONSOLE_TOKEN: CONSOLE_TOKEN, ...(opts.env ?? {}) };
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...extra }, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [cliOf(opts.checkout ?? root), ...args], {
+    env: { ...process.env, ...extra },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   const pid = child.pid!;
   const lines: string[] = [];
   let partial = '';

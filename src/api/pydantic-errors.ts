@@ -1,50 +1,93 @@
 // TypeBox's ValueErrors in pydantic v2's vocabulary (type, loc, msg, input, ctx), so clients of
-// the third-party API see the 422 items they already parse.
+// the third-party API see the 422 items they already parse. TypeBox finds errors lazily, one at a
+// time; only as many are taken as a 422 can list, so a huge array of bad items costs no more to
+// report than a short one.
 import { Kind, type TSchema } from '@sinclair/typebox';
-import { ValueErrorType, type ValueError, type ValueErrorIterator } from '@sinclair/typebox/errors';
-import type { Loc, ValidationErrorItem } from '../decision/schema/problems.js';
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
+import { MAX_LISTED_PROBLEMS, omittedProblems, type Loc, type ValidationErrorItem } from '../decision/schema/problems.js';
 
-/** Every problem TypeBox found in `root`, once each, at locations prefixed by `prefix`. */
-export function toPydanticErrors(errors: ValueError[], root: unknown, prefix: Loc): ValidationErrorItem[] {
+/** What one walk translated, and whether it stopped with errors still untranslated. */
+interface Translated {
+  items: ValidationErrorItem[];
+  more: boolean;
+}
+
+/**
+ * The problems TypeBox found in `root`, once each, at locations prefixed by `prefix`: at most
+ * MAX_LISTED_PROBLEMS, then, when there were more, one item saying that checking stopped there.
+ */
+export function toPydanticErrors(errors: Iterable<ValueError>, root: unknown, prefix: Loc): ValidationErrorItem[] {
+  const { items, more } = translate(errors, root, prefix, MAX_LISTED_PROBLEMS);
+  return more ? [...items, omittedProblems(1, true, prefix.slice(0, 1))] : items;
+}
+
+function translate(errors: Iterable<ValueError>, root: unknown, prefix: Loc, limit: number): Translated {
   const out: ValidationErrorItem[] = [];
-  const missing: string[] = [];
-  const seen = new Set<string>();
+  const missing = new Set<string>();
+  const seen = new Map<string, ValidationErrorItem[]>();
   const push = (item: ValidationErrorItem): void => {
-    const key = `${JSON.stringify(item.loc)}|${item.type}`;
-    if (seen.has(key)) return;
-    seen.add(key);
+    const key = dedupeKey(item);
+    const same = seen.get(key);
+    if (same?.some((other) => sameLoc(other.loc, item.loc))) return;
+    if (same) same.push(item);
+    else seen.set(key, [item]);
     out.push(item);
   };
   for (const e of errors) {
+    if (out.length > limit) break;
+    if (e.type === ValueErrorType.ObjectAdditionalProperties) continue;
     // TypeBox also visits a missing property's schema with undefined; pydantic says only "missing".
-    if (missing.some((p) => e.path === p || e.path.startsWith(`${p}/`))) continue;
+    if (underMissing(e.path, missing)) continue;
     if (e.type === ValueErrorType.ObjectRequiredProperty) {
-      missing.push(e.path);
+      missing.add(e.path);
       const segments = pointer(e.path);
       push({ type: 'missing', loc: [...prefix, ...toLoc(root, segments)], msg: 'Field required', input: at(root, segments.slice(0, -1)) });
       continue;
     }
-    if (e.type === ValueErrorType.ObjectAdditionalProperties) continue;
     if (e.type === ValueErrorType.Union) {
-      for (const item of fromUnion(e, root, prefix)) push(item);
+      const union = fromUnion(e, root, prefix, limit - out.length + 1);
+      for (const item of union.items) push(item);
+      if (union.more) return { items: out.slice(0, limit), more: true };
       continue;
     }
     push(fromLeaf(e, root, prefix));
   }
-  return out;
+  return out.length > limit ? { items: out.slice(0, limit), more: true } : { items: out, more: false };
+}
+
+/**
+ * Items with equal keys have the same type and locs alike in their first characters; an item is a
+ * duplicate only when its loc is also equal in full. Keying on whole locs would copy a member name
+ * of a megabyte into every key.
+ */
+function dedupeKey(item: ValidationErrorItem): string {
+  return `${item.type}|${JSON.stringify(item.loc.map((part) => (typeof part === 'string' && part.length > 64 ? `${part.slice(0, 64)}|${part.length}` : part)))}`;
+}
+
+function sameLoc(a: Loc, b: Loc): boolean {
+  return a.length === b.length && a.every((part, i) => part === b[i]);
+}
+
+/** Whether `path` is `missing`'s or lies below one of them: a walk from the path up, not over every missing one. */
+function underMissing(path: string, missing: Set<string>): boolean {
+  if (missing.size === 0) return false;
+  for (let end = path.length; end > 0; end = path.lastIndexOf('/', end - 1)) {
+    if (missing.has(path.slice(0, end))) return true;
+  }
+  return false;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Unions
 
-function fromUnion(e: ValueError, root: unknown, prefix: Loc): ValidationErrorItem[] {
+function fromUnion(e: ValueError, root: unknown, prefix: Loc, limit: number): Translated {
   const variants = (e.schema.anyOf ?? []) as TSchema[];
-  const branches = (): ValueError[][] => e.errors.map((it: ValueErrorIterator) => [...it]);
   const loc = [...prefix, ...toLoc(root, pointer(e.path))];
   const value = e.value;
+  const one = (item: ValidationErrorItem): Translated => ({ items: [item], more: false });
 
   const literals = literalValues(variants);
-  if (literals) return [literalError(loc, value, literals)];
+  if (literals) return one(literalError(loc, value, literals));
 
   const discriminator = findDiscriminator(variants);
   if (discriminator && isPlainObject(value) && discriminator in value) {
@@ -52,30 +95,34 @@ function fromUnion(e: ValueError, root: unknown, prefix: Loc): ValidationErrorIt
     const index = variants.findIndex((v) => (tagValues(v, discriminator) ?? []).includes(tag));
     if (index < 0) {
       const expected = variants.flatMap((v) => tagValues(v, discriminator) ?? []);
-      return [literalError([...loc, discriminator], tag, expected)];
+      return one(literalError([...loc, discriminator], tag, expected));
     }
-    return toPydanticErrors(branches()[index]!, root, prefix);
+    return translate(e.errors[index]!, root, prefix, limit);
   }
 
   // Nullable: when the value is not null, the null branch says nothing useful.
-  const all = branches();
   const candidates = variants.map((_, i) => i).filter((i) => value === null || !isNull(variants[i]!));
   const sameKind = candidates.filter((i) => kindMatches(variants[i]!, value));
   if (sameKind.length > 0) {
-    let best: ValidationErrorItem[] | null = null;
+    // The branch with the fewest problems, each walk stopping at the limit; a stopped one counts as the most.
+    let best: Translated | null = null;
     for (const i of sameKind) {
-      const items = toPydanticErrors(all[i]!, root, prefix);
-      if (!best || items.length < best.length) best = items;
+      const found = translate(e.errors[i]!, root, prefix, limit);
+      if (!best || size(found) < size(best)) best = found;
     }
     return best!;
   }
   // No branch of the value's kind: one type error per branch, like pydantic, minus the noise.
   const items: ValidationErrorItem[] = [];
   for (const i of candidates) {
-    const first = all[i]![0];
-    if (first) items.push(...toPydanticErrors([first], root, prefix).slice(0, 1));
+    const first = e.errors[i]!.First();
+    if (first) items.push(...translate([first], root, prefix, limit).items.slice(0, 1));
   }
-  return items;
+  return { items, more: false };
+}
+
+function size(t: Translated): number {
+  return t.more ? Infinity : t.items.length;
 }
 
 function literalValues(variants: TSchema[]): unknown[] | null {

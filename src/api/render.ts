@@ -3,6 +3,8 @@
 import { ApiError, ValidationFailure } from './errors.js';
 import { EngineError } from '../engine/types.js';
 import { StoreUnavailableError } from '../store/common.js';
+import { cutText, previewValue } from '../decision/schema/echo.js';
+import { MAX_MESSAGE_CHARS } from '../decision/schema/problems.js';
 import type { HttpRequest, HttpResponse, WireResponse } from './route.js';
 
 export const API_VERSION = '2026-10-12';
@@ -18,9 +20,14 @@ export const STORE_RETRY_AFTER_SECONDS = 5;
 const STORE_LOG_INTERVAL_MS = 10_000;
 let lastStoreLog = -Infinity;
 
-/** The body every non-422 error carries. */
+/**
+ * The body every non-422 error carries. A message or a context member may name what the client
+ * sent (a model, an id, a header), so each is cut to a bounded size, as a 422's items are; the
+ * members are few and named by the server, so each keeps a bound of its own.
+ */
 export function errorBody(err: ApiError): { detail: Record<string, unknown> } {
-  return { detail: { error_type: err.code, message: err.message, ...err.context } };
+  const context = Object.fromEntries(Object.entries(err.context).map(([name, value]) => [name, previewValue(value, MAX_MESSAGE_CHARS)]));
+  return { detail: { error_type: err.code, message: cutText(err.message, MAX_MESSAGE_CHARS), ...context } };
 }
 
 function standardHeaders(req: HttpRequest): Record<string, string> {

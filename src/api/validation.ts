@@ -1,6 +1,7 @@
 // Request validation with pydantic v2's error vocabulary, so clients of the third-party API see the
 // 422 bodies they already parse. Schemas are compiled once with TypeBox's TypeCompiler; only a
-// failing value pays for walking TypeBox's errors and translating them (in pydantic-errors.ts).
+// failing value pays for walking TypeBox's errors and translating them (in pydantic-errors.ts),
+// and only for as many as a 422 lists.
 import type { Static, TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { Value } from '@sinclair/typebox/value';
@@ -12,13 +13,14 @@ import type { HttpRequest } from './route.js';
 export type Validator = (value: unknown) => ValidationErrorItem[];
 
 /**
- * Compiles `schema` once and returns a function listing every problem of a value in pydantic v2's
- * shape, locations prefixed by `prefix` (default ["body"]). An empty list means valid. Members
- * the schema does not name are never an error.
+ * Compiles `schema` once and returns a function listing the problems of a value in pydantic v2's
+ * shape (as many as a 422 lists, then one item saying that there are more), locations prefixed by
+ * `prefix` (default ["body"]). An empty list means valid. Members the schema does not name are
+ * never an error.
  */
 export function compileValidator(schema: TSchema, prefix: Loc = ['body']): Validator {
   const checker = TypeCompiler.Compile(ignoreUnknownMembers(schema));
-  return (value) => (checker.Check(value) ? [] : toPydanticErrors([...checker.Errors(value)], value, prefix));
+  return (value) => (checker.Check(value) ? [] : toPydanticErrors(checker.Errors(value), value, prefix));
 }
 
 /**
@@ -69,7 +71,7 @@ export function dropUnknownMembers<T extends TSchema>(schema: T, value: Static<T
 
 /**
  * The usual handler entry: parse the JSON body, apply defaults, validate, drop unknown members.
- * Throws ValidationFailure (422) with every problem at once.
+ * Throws ValidationFailure (422) with the problems at once.
  */
 export function compileBodyParser<T extends TSchema>(schema: T): (req: HttpRequest) => Static<T> {
   const validate = compileValidator(schema);

@@ -75,25 +75,30 @@ function unservableOptions(questions: AnsweredSpec[], ctx: RenderContext): Valid
   });
 }
 
+/** Work past a per-request cap (0 = none), as the 422 item naming the cap and its variable; null within it. */
+function overCap(cap: number, actual: number, what: string, variable: string): ValidationErrorItem | null {
+  if (cap <= 0 || actual <= cap) return null;
+  return {
+    type: 'too_long',
+    loc: ['body', 'questions'],
+    msg: `This request needs ${actual} ${what}; this server allows at most ${cap} per request (${variable}); split it into several requests`,
+    ctx: { field_type: 'Dictionary', max_length: cap, actual_length: actual },
+  };
+}
+
+/** More questions than the cap (0 = none): a count, checked before any question is. */
+export function tooManyQuestions(questions: number, cap: number): ValidationErrorItem | null {
+  return overCap(cap, questions, 'questions', 'ARBITRA_MAX_QUESTIONS');
+}
+
 /** The request's work against the per-request caps (0 = none), as 422 items naming the cap passed. */
 export function overCaps(req: NormalisedRequest, caps: { questions: number; branches: number }): ValidationErrorItem[] {
   const questions = req.questions.length;
   const passes = req.options.debias === 'permute' ? req.options.debias_passes : 1;
-  const over = (cap: number, actual: number, what: string, variable: string): ValidationErrorItem[] =>
-    cap > 0 && actual > cap
-      ? [
-          {
-            type: 'too_long',
-            loc: ['body', 'questions'],
-            msg: `This request needs ${actual} ${what}; this server allows at most ${cap} per request (${variable}); split it into several requests`,
-            ctx: { field_type: 'Dictionary', max_length: cap, actual_length: actual },
-          },
-        ]
-      : [];
   return [
-    ...over(caps.questions, questions, 'questions', 'ARBITRA_MAX_QUESTIONS'),
-    ...over(caps.branches, questions * passes, `scored branches (${questions} questions × ${passes} passes)`, 'ARBITRA_MAX_BRANCHES'),
-  ];
+    tooManyQuestions(questions, caps.questions),
+    overCap(caps.branches, questions * passes, `scored branches (${questions} questions × ${passes} passes)`, 'ARBITRA_MAX_BRANCHES'),
+  ].filter((item) => item !== null);
 }
 
 function contextFailure(err: EngineError, opts: DecideOptions, info: EngineInfo): ValidationFailure {

@@ -3,6 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { WireResponse } from '../api/route.js';
+import { DiscardBudget, LINGER_SECONDS } from './linger.js';
 import { DEFAULT_SHUTDOWN_GRACE_SECONDS, type HttpApp, type RunningServer } from './types.js';
 
 export function startNodeServer(app: HttpApp, host: string, port: number): Promise<RunningServer> {
@@ -37,7 +38,7 @@ function serve(app: HttpApp, req: http.IncomingMessage, res: http.ServerResponse
   };
   const refused = app.precheck(request);
   if (refused) {
-    send(refused);
+    lingeringRefusal(req, res, refused, app.maxBodyBytes);
     return;
   }
   const chunks: Buffer[] = [];
@@ -49,7 +50,7 @@ function serve(app: HttpApp, req: http.IncomingMessage, res: http.ServerResponse
     if (size > app.maxBodyBytes) {
       over = true;
       chunks.length = 0;
-      send(app.tooLarge(request));
+      lingeringRefusal(req, res, app.tooLarge(request), app.maxBodyBytes);
       return;
     }
     chunks.push(chunk);
@@ -60,6 +61,36 @@ function serve(app: HttpApp, req: http.IncomingMessage, res: http.ServerResponse
     void app.handle(request).then(send);
   });
   req.on('error', () => res.destroy());
+}
+
+/**
+ * Answers a request refused before its body was read (linger.ts says why): the answer goes out
+ * now, the rest of the body is read and dropped, and the answer ends with the request, closing
+ * the connection (the refusal says Connection: close). A client that sends past the bound, or for
+ * longer than LINGER_SECONDS, is cut off.
+ */
+function lingeringRefusal(req: http.IncomingMessage, res: http.ServerResponse, wire: WireResponse, maxBodyBytes: number): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(wire.status, { ...wire.headers, 'content-length': String(wire.body.length) });
+  if (req.complete) {
+    res.end(wire.body);
+    return;
+  }
+  res.write(wire.body);
+  const budget = new DiscardBudget(maxBodyBytes);
+  const cut = (): void => {
+    clearTimeout(timer);
+    res.destroy();
+  };
+  const timer = setTimeout(cut, LINGER_SECONDS * 1000);
+  res.on('close', () => clearTimeout(timer));
+  req.on('data', (chunk: Buffer) => {
+    if (!budget.drop(chunk.length)) cut();
+  });
+  req.on('end', () => {
+    clearTimeout(timer);
+    res.end();
+  });
 }
 
 function listen(server: http.Server, host: string, port: number): Promise<RunningServer> {

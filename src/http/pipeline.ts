@@ -49,7 +49,8 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 
   function reject(req: HttpRequest, err: ApiError): WireResponse {
     const wire = renderFailure(req, err);
-    // The rest of the body is never read, so the connection cannot be reused.
+    // The transport drops the rest of the body (linger.ts) and then lets the connection go: it is
+    // never reused after a body it did not read.
     wire.headers.connection = 'close';
     return finish(req, label(req), wire);
   }

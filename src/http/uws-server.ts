@@ -6,6 +6,7 @@ import path from 'node:path';
 import { STATUS_CODES } from 'node:http';
 import type * as UWS from 'uwebsockets';
 import type { WireResponse } from '../api/route.js';
+import { bodyPending, DiscardBudget, LINGER_SECONDS } from './linger.js';
 import { DEFAULT_SHUTDOWN_GRACE_SECONDS, type HttpApp, type RunningServer } from './types.js';
 
 type UwsModule = typeof UWS;
@@ -74,10 +75,6 @@ function serve(app: HttpApp, inFlight: InFlight, res: UWS.HttpResponse, req: UWS
   const request = app.begin(init);
   inFlight.begin();
 
-  const refuse = (wire: WireResponse): void => {
-    reply.send(wire, true);
-    inFlight.settle();
-  };
   const run = (): void => {
     app.handle(request).then(
       (wire) => {
@@ -87,37 +84,84 @@ function serve(app: HttpApp, inFlight: InFlight, res: UWS.HttpResponse, req: UWS
       () => inFlight.settle(),
     );
   };
+  const refuse = (wire: WireResponse, bodyDone: boolean): Discard => lingeringRefusal(reply, wire, app.maxBodyBytes, bodyDone, () => inFlight.settle());
 
   const refused = app.precheck(request);
   if (refused) {
-    refuse(refused);
+    const pending = bodyPending(init.headers);
+    const discard = refuse(refused, !pending);
+    if (pending) res.onData((chunk, isLast) => discard(chunk.byteLength, isLast));
     return;
   }
-  const declared = init.headers['content-length'];
-  if ((declared === undefined || declared === '0') && init.headers['transfer-encoding'] === undefined) {
+  if (!bodyPending(init.headers)) {
     run();
     return;
   }
-  readBody(res, reply, app.maxBodyBytes, {
+  readBody(res, app.maxBodyBytes, {
     whole: (body) => {
       request.body = body;
       run();
     },
-    tooLarge: () => refuse(app.tooLarge(request)),
+    tooLarge: (bodyDone) => refuse(app.tooLarge(request), bodyDone),
   });
+}
+
+/** Takes the bytes of a refused body as they arrive (isLast with the last of them), dropping them. */
+type Discard = (bytes: number, isLast: boolean) => void;
+
+/**
+ * Answers a request refused before its body was read (linger.ts says why): at once and whole when
+ * the body is already in; otherwise the answer goes out now with its body chunked, the rest of the
+ * request is dropped as it arrives, and the answer ends with the request. A client that sends past
+ * the bound, or for longer than LINGER_SECONDS, is cut off.
+ *
+ * uWS can close a connection only with an answer written in one piece (ending a chunked answer
+ * with a close writes the Connection header into its body), so an answer that ended this way
+ * leaves closing to the client, which its Connection: close asks for, or to uWS's idle timeout.
+ */
+function lingeringRefusal(reply: GuardedReply, wire: WireResponse, maxBodyBytes: number, bodyDone: boolean, settle: () => void): Discard {
+  if (bodyDone) {
+    reply.send(wire, true);
+    settle();
+    return () => {};
+  }
+  reply.open(wire);
+  const budget = new DiscardBudget(maxBodyBytes);
+  let lingering = true;
+  const stop = (end: 'end' | 'cut'): void => {
+    if (!lingering) return;
+    lingering = false;
+    clearTimeout(timer);
+    reply.signal.removeEventListener('abort', gone);
+    if (end === 'end') reply.end();
+    else reply.cut();
+    settle();
+  };
+  const gone = (): void => stop('cut');
+  const timer = setTimeout(gone, LINGER_SECONDS * 1000);
+  reply.signal.addEventListener('abort', gone, { once: true });
+  return (bytes, isLast) => {
+    if (!lingering) return;
+    if (isLast) stop('end');
+    else if (!budget.drop(bytes)) stop('cut');
+  };
 }
 
 /** A uWS response that is written at most once, and never after the client aborted (uWS frees it then). */
 interface GuardedReply {
   /** Aborts when the client goes away. */
   signal: AbortSignal;
-  /** Whether the answer has been written. */
-  readonly done: boolean;
   send(wire: WireResponse, closeConnection?: boolean): void;
+  /** Writes the status, the headers and the whole body, as a chunk: the answer stays open until end(). */
+  open(wire: WireResponse): void;
+  /** Ends an answer begun with open(). */
+  end(): void;
+  /** Closes the connection now, whatever was written. */
+  cut(): void;
 }
 
 function guard(res: UWS.HttpResponse): GuardedReply {
-  const state = { aborted: false, done: false };
+  const state = { aborted: false, done: false, open: false };
   const gone = new AbortController();
   res.onAborted(() => {
     state.aborted = true;
@@ -125,21 +169,42 @@ function guard(res: UWS.HttpResponse): GuardedReply {
   });
   return {
     signal: gone.signal,
-    get done() {
-      return state.done;
-    },
     send(wire, closeConnection = false) {
       if (state.aborted || state.done) return;
       state.done = true;
       writeResponse(res, wire, closeConnection);
     },
+    open(wire) {
+      if (state.aborted || state.done) return;
+      state.done = true;
+      state.open = true;
+      res.cork(() => {
+        res.writeStatus(statusLine(wire.status));
+        for (const [name, value] of Object.entries(wire.headers)) if (name !== 'content-length') res.writeHeader(name, value);
+        res.write(wire.body);
+      });
+    },
+    end() {
+      if (state.aborted || !state.open) return;
+      state.open = false;
+      res.cork(() => res.end());
+    },
+    cut() {
+      if (state.aborted) return;
+      state.aborted = true;
+      res.close();
+    },
   };
+}
+
+function statusLine(status: number): string {
+  return `${status} ${STATUS_CODES[status] ?? ''}`;
 }
 
 /** Status, headers and body in one corked write (uWS writes Content-Length and Connection itself). */
 function writeResponse(res: UWS.HttpResponse, wire: WireResponse, closeConnection: boolean): void {
   res.cork(() => {
-    res.writeStatus(`${wire.status} ${STATUS_CODES[wire.status] ?? ''}`);
+    res.writeStatus(statusLine(wire.status));
     for (const [name, value] of Object.entries(wire.headers)) {
       if (name !== 'connection' && name !== 'content-length') res.writeHeader(name, value);
     }
@@ -163,16 +228,23 @@ function readRequest(req: UWS.HttpRequest, res: UWS.HttpResponse, signal: AbortS
   };
 }
 
-/** Buffers the body as uWS streams it; past `maxBytes` it is dropped and refused instead. */
-function readBody(res: UWS.HttpResponse, reply: GuardedReply, maxBytes: number, on: { whole: (body: Buffer) => void; tooLarge: () => void }): void {
+/**
+ * Buffers the body as uWS streams it; past `maxBytes` what was kept is dropped and the request is
+ * refused, the rest of the body going to the refusal's discard.
+ */
+function readBody(res: UWS.HttpResponse, maxBytes: number, on: { whole: (body: Buffer) => void; tooLarge: (bodyDone: boolean) => Discard }): void {
   const chunks: Buffer[] = [];
   let size = 0;
+  let discard: Discard | null = null;
   res.onData((chunk, isLast) => {
-    if (reply.done) return;
+    if (discard) {
+      discard(chunk.byteLength, isLast);
+      return;
+    }
     size += chunk.byteLength;
     if (size > maxBytes) {
       chunks.length = 0;
-      on.tooLarge();
+      discard = on.tooLarge(isLast);
       return;
     }
     // The ArrayBuffer is only valid during this callback, so it is copied.

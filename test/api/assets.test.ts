@@ -4,13 +4,14 @@ import t from 'tap';
 import { decodeBase64, detectImageFormat, MAX_ASSET_BYTES, refuseImages, validateAssets } from '../../src/api/assets.js';
 import { ValidationFailure } from '../../src/api/errors.js';
 import type { FormPart } from '../../src/api/multipart.js';
+import { TOO_MANY_ERRORS } from '../../src/decision/schema/problems.js';
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex');
 const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10]);
 const REF = '<image:0123456789abcdef0123456789abcdef>';
 const part = (name: string, data: Buffer): [string, FormPart] => [name, { name, filename: name, contentType: 'image/png', data }];
 
-function problems(body: Record<string, unknown>, parts: [string, FormPart][] = []): { loc: (string | number)[]; msg: string }[] {
+function problems(body: Record<string, unknown>, parts: [string, FormPart][] = []): { type: string; loc: (string | number)[]; msg: string }[] {
   try {
     validateAssets(body, new Map(parts));
   } catch (err) {
@@ -118,4 +119,51 @@ t.test('the refusal names every image; it says how to opt in, or that the model 
   t.match(without[0]!.msg, /send the header Arbitra-Danger-Zone-Images: true/);
   const optedIn = refuseImages(images, null, true, 'Arbitra-Danger-Zone-Images');
   t.match(optedIn[0]!.msg, /asset "photo" is an image.*cannot read images/);
+});
+
+t.test('worst cases: bounded answers in bounded CPU', async (t) => {
+  const KiB = 1024;
+  const strings = Array.from({ length: 100_000 }, (_, i) => `s${i}`);
+  const cases: [string, Record<string, unknown>, number, (detail: { type: string; msg: string }[]) => void][] = [
+    [
+      // The issue's case: every asset was searched for in every text, and checked after the count had failed.
+      '30,000 empty assets beside a state of 100,000 strings',
+      { state: strings, questions: { q: {} }, assets: Object.fromEntries(Array.from({ length: 30_000 }, (_, i) => [`a${i}`, {}])) },
+      16 * KiB,
+      (detail) =>
+        t.same(
+          detail.map((d) => d.type),
+          ['too_long'],
+          'the count alone',
+        ),
+    ],
+    [
+      'one placeholder without its asset, written 90,000 times',
+      { state: '<image:x> '.repeat(90_000), questions: { q: {} } },
+      16 * KiB,
+      (detail) => t.equal(detail.length, 1, 'one problem, its text cut'),
+    ],
+    [
+      '100,000 placeholders without their assets',
+      { state: Array.from({ length: 100_000 }, (_, i) => `<image:${i}>`), questions: { q: {} } },
+      1024 * KiB,
+      (detail) => t.equal(detail.at(-1)!.type, TOO_MANY_ERRORS, 'the rest counted'),
+    ],
+    [
+      '16 unreferenced assets with names of 60,000 characters, beside 100,000 strings',
+      { state: strings, questions: { q: {} }, assets: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`${i}`.padEnd(60_000, 'n'), { part: 'p' }])) },
+      1024 * KiB,
+      (detail) => t.same([...new Set(detail.map((d) => d.type))], ['value_error', TOO_MANY_ERRORS], 'as many as fit, the rest counted'),
+    ],
+  ];
+  for (const [what, body, maxBytes, check] of cases) {
+    const before = process.cpuUsage();
+    const detail = problems(body);
+    const bytes = Buffer.byteLength(JSON.stringify({ detail }));
+    const used = process.cpuUsage(before);
+    const seconds = (used.user + used.system) / 1e6;
+    t.ok(bytes < maxBytes, `${what}: ${bytes} bytes`);
+    t.ok(seconds < 1, `${what}: ${seconds.toFixed(3)} s of CPU`);
+    check(detail);
+  }
 });

@@ -1,6 +1,9 @@
 import t from 'tap';
 import { ValidationFailure, type ValidationErrorItem } from '../../src/api/errors.js';
+import { renderError } from '../../src/api/render.js';
+import type { HttpRequest } from '../../src/api/route.js';
 import { validateSystemOneRequest } from '../../src/api/schemas/systemone-validate.js';
+import { TOO_MANY_ERRORS } from '../../src/decision/schema/problems.js';
 
 function fail(body: unknown): ValidationErrorItem[] {
   try {
@@ -206,3 +209,121 @@ t.test('a question name of any characters is checked like any other', async (t) 
     'no questions at all',
   );
 });
+
+/** `levels` objects around `leaf`, each with a second member beside it. */
+function nested(levels: number, leaf: unknown): unknown {
+  let v = leaf;
+  for (let i = 0; i < levels; i++) v = { inner: v, beside: 'x' };
+  return v;
+}
+
+const request: HttpRequest = {
+  method: 'POST',
+  path: '/v1/systemone',
+  query: new URLSearchParams(),
+  headers: {},
+  body: Buffer.alloc(0),
+  params: {},
+  ip: '',
+  secure: false,
+  host: '',
+  requestId: 'r',
+  startedAt: 0,
+};
+const LABEL = 'L'.repeat(3_400);
+
+/**
+ * Bodies of at most a megabyte that once made a 422 of hundreds of megabytes, a stack overflow or
+ * seconds of CPU; each is built before the clock starts. The bounds asserted are far from today's
+ * figures: an answer under 1 MiB (under 16 KiB where one long value is echoed: echoed whole, the
+ * answer is as large as what was sent) and validation and rendering under a second of CPU.
+ */
+interface Expected {
+  type: string;
+  /** How many items the 422 lists; absent when the list is cut and ends with a too_many_errors item. */
+  items?: number;
+  maxBytes?: number;
+  maxQuestions?: number;
+}
+const KiB = 1024;
+const WORST: [string, () => unknown, Expected][] = [
+  // The issue's case: 300 copies are past the count, so the count alone is reported.
+  [
+    '300 copies of a 3,400-character label',
+    () => ({ state: 's', questions: { q: { type: 'choice', criteria: Array(300).fill(LABEL) } } }),
+    { items: 1, type: 'too_long' },
+  ],
+  [
+    '250 copies, within the count: one problem for the label',
+    () => ({ state: 's', questions: { q: { type: 'choice', criteria: Array(250).fill(LABEL) } } }),
+    { items: 1, type: 'value_error' },
+  ],
+  [
+    '200,000 labels that are not strings',
+    () => ({ state: 's', questions: { q: { type: 'choice', criteria: Array(200_000).fill(1) } } }),
+    { type: 'string_type' },
+  ],
+  [
+    '50,000 questions of an unknown type',
+    () => ({ state: 's', questions: Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`q${i}`, { type: 'maybe' }])) }),
+    { type: 'literal_error', maxQuestions: 0 },
+  ],
+  [
+    '80,000 questions past the cap of 100',
+    () => ({ state: 's', questions: Object.fromEntries(Array.from({ length: 80_000 }, (_, i) => [`q${i}`, {}])) }),
+    { items: 1, type: 'too_long' },
+  ],
+  [
+    'a question name of 900,000 characters over six problems',
+    () => ({ state: 's', questions: { ['Q'.repeat(900_000)]: { type: 'choice', instructions: 5, criteria: 5 } } }),
+    { items: 6, type: 'string_type', maxBytes: 16 * KiB },
+  ],
+  ['a body of 900,000 characters without state or questions', () => ({ pad: 'x'.repeat(900_000) }), { items: 2, type: 'missing', maxBytes: 16 * KiB }],
+  [
+    'a type of 900,000 characters',
+    () => ({ state: 's', questions: { q: { type: 't'.repeat(900_000) } } }),
+    { items: 1, type: 'literal_error', maxBytes: 16 * KiB },
+  ],
+  [
+    'a number of 900,000 digits as a string',
+    () => ({ state: 's', questions: { q: {} }, options: { debias_passes: '9'.repeat(900_000) } }),
+    { items: 1, type: 'int_parsing', maxBytes: 16 * KiB },
+  ],
+  [
+    'a state nested 60 deep around 900,000 characters, and no questions',
+    () => ({ state: nested(60, 'y'.repeat(900_000)) }),
+    { items: 1, type: 'missing', maxBytes: 16 * KiB },
+  ],
+  [
+    'empty and repeated labels in 100 questions',
+    () => ({
+      state: 's',
+      questions: Object.fromEntries(
+        Array.from({ length: 100 }, (_, i) => [`q${i}`, { type: 'choice', criteria: ['', '', 'a', 'a', 'b', 'b', ...Array(14).fill('c')] }]),
+      ),
+    }),
+    { type: 'value_error' },
+  ],
+];
+
+for (const [what, build, expected] of WORST) {
+  t.test(`worst case: ${what}`, async (t) => {
+    const body = build();
+    const before = process.cpuUsage();
+    let wire: ReturnType<typeof renderError> | null = null;
+    try {
+      validateSystemOneRequest(body, expected.maxQuestions ?? 100);
+    } catch (err) {
+      wire = renderError(request, err);
+    }
+    const used = process.cpuUsage(before);
+    const seconds = (used.user + used.system) / 1e6;
+    t.equal(wire?.status, 422);
+    const detail = JSON.parse(wire!.body.toString()).detail as ValidationErrorItem[];
+    t.ok(wire!.body.length < (expected.maxBytes ?? 1024 * KiB), `${wire!.body.length} bytes`);
+    t.ok(seconds < 1, `${seconds.toFixed(3)} s of CPU`);
+    t.equal(detail[0]!.type, expected.type);
+    if (expected.items !== undefined) t.equal(detail.length, expected.items);
+    else t.equal(detail.at(-1)!.type, TOO_MANY_ERRORS, 'the rest are counted, not listed');
+  });
+}

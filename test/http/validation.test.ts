@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { applyDefaults, compileBodyParser, compileValidator } from '../../src/api/validation.js';
 import { parseJsonBody } from '../../src/api/json-body.js';
 import { locateJsonError } from '../../src/api/json-syntax-error.js';
-import { valueError } from '../../src/decision/schema/problems.js';
+import { MAX_LISTED_PROBLEMS, TOO_MANY_ERRORS, valueError } from '../../src/decision/schema/problems.js';
 import { ValidationFailure } from '../../src/api/errors.js';
 import type { HttpRequest } from '../../src/api/route.js';
 
@@ -339,4 +339,34 @@ t.test('valueError for rules beyond the schema', async (t) => {
     input: ['a'],
     ctx: { error: 'a choice needs 2 to 255 labels' },
   });
+});
+
+t.test('the error walk stops where the list a 422 sends does', async (t) => {
+  const cpu = (fn: () => void): number => {
+    const before = process.cpuUsage();
+    fn();
+    const used = process.cpuUsage(before);
+    return (used.user + used.system) / 1e6;
+  };
+  const manyQuestions = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`q${i}`, { type: 'x' }]));
+  const missingMembers = Array.from({ length: 60_000 }, () => ({}));
+  const checkStrict = compileValidator(Type.Array(Strict));
+  const checks: [string, () => unknown[]][] = [
+    // Each element breaks both array branches of the union: a walk of all of them translated 200,000 errors per branch.
+    ['200,000 bad labels', () => validate({ state: 's', questions: { q: { type: 'choice', criteria: Array(200_000).fill(1) } } })],
+    ['50,000 questions of no known type', () => validate({ state: 's', questions: manyQuestions })],
+    // Every error's path runs through the long name, which translating one copies.
+    [
+      '100,000 bad items under a name of 500,000 characters',
+      () => validate({ state: 's', questions: { ['K'.repeat(500_000)]: { type: 'score', criteria: Array(100_000).fill(1) } } }),
+    ],
+    ['60,000 objects missing their required member', () => checkStrict(missingMembers)],
+  ];
+  for (const [what, check] of checks) {
+    let errors: unknown[] = [];
+    const used = cpu(() => (errors = check()));
+    t.equal(errors.length, MAX_LISTED_PROBLEMS + 1, `${what}: as many as a 422 lists, and one more`);
+    t.match(errors.at(-1), { type: TOO_MANY_ERRORS, ctx: { omitted: 1, checking_stopped: true } }, `${what}: which says that checking stopped`);
+    t.ok(used < 1, `${what}: ${used.toFixed(3)} s of CPU`);
+  }
 });

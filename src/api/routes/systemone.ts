@@ -65,14 +65,35 @@ export function headerOn(req: HttpRequest, names: string[]): boolean {
   });
 }
 
-/** JSON with object keys sorted at every depth: equal bodies hash equal whatever their layout. */
+/**
+ * JSON with object keys sorted at every depth: equal bodies hash equal whatever their layout.
+ * Appended to one string as it is walked: building each level's text from its children's would
+ * copy a deep value's text once per level.
+ */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
+  let out = '';
+  const write = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      out += '[';
+      for (let i = 0; i < node.length; i++) {
+        if (i > 0) out += ',';
+        write(node[i]);
+      }
+      out += ']';
+    } else if (node !== null && typeof node === 'object') {
+      const keys = Object.keys(node).sort();
+      out += '{';
+      for (let i = 0; i < keys.length; i++) {
+        out += `${i > 0 ? ',' : ''}${JSON.stringify(keys[i])}:`;
+        write((node as Record<string, unknown>)[keys[i]!]);
+      }
+      out += '}';
+    } else {
+      out += JSON.stringify(node);
+    }
+  };
+  write(value);
+  return out;
 }
 
 /** Equal requests hash equal whatever their JSON layout; a form's parts count too. */
@@ -274,7 +295,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
   async function handle(req: HttpRequest): Promise<HttpResponse> {
     const key: ApiKeyRecord = await authenticate(req, deps.store.keys, deps.secretThrottle);
     const { body, parts } = readSystemOneBody(req);
-    const request = validateSystemOneRequest(body);
+    const request = validateSystemOneRequest(body, deps.limits.maxQuestions);
     const fields = body as Record<string, unknown>;
     const images = validateAssets(fields, parts);
     const model = deps.models.resolve(request.model);

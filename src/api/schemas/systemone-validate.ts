@@ -3,6 +3,8 @@
 // choice variant's terms (and a question without `type` in the noul variant's) rather than as the
 // closest of three union branches. Counting rules come last, from the normaliser.
 import { ValidationFailure, type ValidationErrorItem } from '../errors.js';
+import { tooManyQuestions } from '../../decision/decide.js';
+import { MAX_LISTED_PROBLEMS, omittedProblems } from '../../decision/schema/problems.js';
 import { compileValidator } from '../validation.js';
 import type { QuestionSpec } from '../../decision/kinds/index.js';
 import { normaliseQuestion, normaliseRequest, type NormalisedRequest } from '../../decision/normalise.js';
@@ -33,14 +35,25 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Every problem of the body at once, as a 422; otherwise the normalised request. */
-export function validateSystemOneRequest(body: unknown): NormalisedRequest {
+/**
+ * The problems of the body at once, as a 422; otherwise the normalised request. More questions
+ * than `maxQuestions` (0 = any number) is reported alone: the count stops the walks it guards,
+ * so 80,000 questions cost one count, not a schema check and a normalisation each.
+ */
+export function validateSystemOneRequest(body: unknown, maxQuestions = 0): NormalisedRequest {
+  const questions = isPlainObject(body) && isPlainObject(body.questions) ? body.questions : {};
+  const tooMany = tooManyQuestions(Object.keys(questions).length, maxQuestions);
+  if (tooMany) throw new ValidationFailure([tooMany]);
   const errors = checkEnvelope(body);
   const specs: QuestionSpec[] = [];
-  // Questions are checked even when other members failed, so one 422 lists everything; a
-  // question that is not an object was already reported by the envelope.
-  const questions = isPlainObject(body) && isPlainObject(body.questions) ? body.questions : {};
+  // Questions are checked even when other members failed, so one 422 lists everything it can;
+  // a question that is not an object was already reported by the envelope. Once more problems
+  // are known than a 422 lists, checking the rest would only be work.
   for (const [name, question] of Object.entries(questions)) {
+    if (errors.length > MAX_LISTED_PROBLEMS) {
+      errors.push(omittedProblems(0, true));
+      break;
+    }
     if (!isPlainObject(question)) continue;
     const structural = questionErrors(name, question);
     if (structural.length > 0) {

@@ -2,10 +2,10 @@
 // labels) and the letter is read.
 import type { ChoiceAnswer } from '../schema/answers.js';
 import type { Entry } from '../schema/entry.js';
-import { valueError } from '../schema/problems.js';
+import { valueError, type ValidationErrorItem } from '../schema/problems.js';
 import { questionBody } from '../prompt.js';
 import { argmax, keyed } from '../readout.js';
-import { countError, described, renderEntry, splitListing } from './criteria.js';
+import { countError, criteriaCount, described, renderEntry, splitListing } from './criteria.js';
 import { onlyProbe, type QuestionKind } from './kind.js';
 
 export const CHOICE_LABELS = { kind: 'choice', what: 'labels', min: 2, max: 255 } as const;
@@ -30,17 +30,33 @@ export function choiceConfidence(p: number[]): number {
   return Math.min(1, Math.max(0, (Math.max(...p) - 1 / n) / (1 - 1 / n)));
 }
 
+/** One problem for empty labels and one per label that repeats, however often each occurs. */
+function labelErrors(labels: string[], loc: (string | number)[], criteria: unknown): ValidationErrorItem[] {
+  const errors: ValidationErrorItem[] = [];
+  const seen = new Set<string>();
+  const repeated = new Set<string>();
+  let empty = false;
+  for (const label of labels) {
+    if (label.trim() === '') {
+      if (!empty) errors.push(valueError(loc, 'choice labels must not be empty', criteria));
+      empty = true;
+    } else if (seen.has(label) && !repeated.has(label)) {
+      errors.push(valueError(loc, `choice labels must be distinct; "${label}" appears more than once`, criteria));
+      repeated.add(label);
+    }
+    seen.add(label);
+  }
+  return errors;
+}
+
 export const choice: QuestionKind<ChoiceSpec, ChoiceAnswer> = {
   normalise(name, q) {
     const loc = ['body', 'questions', name, 'criteria'];
+    const count = countError(CHOICE_LABELS, criteriaCount(q.criteria), loc, q.criteria ?? null);
+    if (count) return { errors: [count] };
     const opts = options(q.criteria);
-    const errors = [countError(CHOICE_LABELS, opts.length, loc, q.criteria ?? null)].filter((e) => e !== null);
-    const seen = new Set<string>();
-    for (const o of opts) {
-      if (o.label.trim() === '') errors.push(valueError(loc, 'choice labels must not be empty', q.criteria));
-      else if (seen.has(o.label)) errors.push(valueError(loc, `choice labels must be distinct; "${o.label}" appears more than once`, q.criteria));
-      seen.add(o.label);
-    }
+    const labels = opts.map((o) => o.label);
+    const errors = labelErrors(labels, loc, q.criteria);
     if (errors.length > 0) return { errors };
     return { spec: { kind: 'choice', name, instructions: renderEntry(q.instructions as Entry | undefined), options: opts }, errors };
   },

@@ -14,6 +14,16 @@ export function splitListing(text: string): string[] {
   return parts.map((p) => p.trim()).filter((p) => p.length > 0);
 }
 
+/**
+ * How many labels or levels criteria in any of their forms hold, without rendering them: a count
+ * check runs on this first and stops the walk it guards, so 100,000 labels cost one count.
+ */
+export function criteriaCount(criteria: unknown): number {
+  if (criteria === null || criteria === undefined) return 0;
+  if (typeof criteria === 'string') return splitListing(criteria).length;
+  return Array.isArray(criteria) ? criteria.length : Object.keys(criteria).length;
+}
+
 /** A too_short / too_long error when `actual` is outside [min, max]; null otherwise. */
 export function countError(
   rule: { kind: string; what: string; min: number; max: number },

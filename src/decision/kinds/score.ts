@@ -8,7 +8,7 @@ import type { ScoreAnswer } from '../schema/answers.js';
 import type { Entry } from '../schema/entry.js';
 import { questionBody } from '../prompt.js';
 import { argmax, keyed, tempered } from '../readout.js';
-import { countError, renderEntry, splitListing } from './criteria.js';
+import { countError, criteriaCount, renderEntry, splitListing } from './criteria.js';
 import type { Probe, QuestionKind, RenderContext } from './kind.js';
 import { yesNoProbe } from './noul.js';
 
@@ -136,9 +136,9 @@ export function fromThresholds(atLeast: number[]): number[] {
 
 export const score: QuestionKind<ScoreSpec, ScoreAnswer> = {
   normalise(name, q) {
-    const found = levels(q.criteria);
-    const bad = countError(SCORE_LEVELS, found.length, ['body', 'questions', name, 'criteria'], q.criteria ?? null);
+    const bad = countError(SCORE_LEVELS, criteriaCount(q.criteria), ['body', 'questions', name, 'criteria'], q.criteria ?? null);
     if (bad) return { errors: [bad] };
+    const found = levels(q.criteria);
     const spec: ScoreSpec = {
       kind: 'score',
       name,
