@@ -107,7 +107,12 @@ export class EnginePort {
    */
   close(): Promise<void> {
     setTimeout(() => {
-      for (const { socket } of this.open.values()) socket.resetAndDestroy();
+      for (const { socket } of this.open.values()) {
+        socket.resetAndDestroy();
+        // A session made after the drain (a TLS handshake that finished late on a loaded machine)
+        // can keep its handle past the reset: it must not hold a stopping process open.
+        socket.unref();
+      }
     }, CLOSE_GRACE_MS / 10).unref();
     return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
