@@ -3,21 +3,9 @@
 import t from 'tap';
 import { ApiError } from '../../src/api/errors.js';
 import { renderError } from '../../src/api/render.js';
-import type { HttpRequest } from '../../src/api/route.js';
+import { fakeRequest } from '../helpers/request.js';
 
-const request: HttpRequest = {
-  method: 'POST',
-  path: '/v1/systemone',
-  query: new URLSearchParams(),
-  headers: {},
-  body: Buffer.alloc(0),
-  params: {},
-  ip: '',
-  secure: false,
-  host: '',
-  requestId: 'r',
-  startedAt: 0,
-};
+const request = fakeRequest({}, { method: 'POST', path: '/v1/systemone', ip: '' });
 const detailOf = (err: ApiError): Record<string, unknown> =>
   (JSON.parse(renderError(request, err).body.toString()) as { detail: Record<string, unknown> }).detail;
 

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ValidationFailure, type ValidationErrorItem } from '../../src/api/errors.js';
 import { renderError } from '../../src/api/render.js';
-import type { HttpRequest } from '../../src/api/route.js';
+import { fakeRequest } from '../helpers/request.js';
 import { validateSystemOneRequest } from '../../src/api/schemas/systemone-validate.js';
 import { TOO_MANY_ERRORS } from '../../src/decision/schema/problems.js';
 
@@ -217,19 +217,7 @@ function nested(levels: number, leaf: unknown): unknown {
   return v;
 }
 
-const request: HttpRequest = {
-  method: 'POST',
-  path: '/v1/systemone',
-  query: new URLSearchParams(),
-  headers: {},
-  body: Buffer.alloc(0),
-  params: {},
-  ip: '',
-  secure: false,
-  host: '',
-  requestId: 'r',
-  startedAt: 0,
-};
+const request = fakeRequest({}, { method: 'POST', path: '/v1/systemone', ip: '' });
 const LABEL = 'L'.repeat(3_400);
 
 /**

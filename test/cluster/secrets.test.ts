@@ -1,25 +1,10 @@
 // Which secrets may serve: placeholders and weak values stop a start beyond loopback and only warn
 // on it, every example file's secret is refused, and `arbitra secrets generate` makes ones that pass.
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { estimatedBits, generateSecrets, judgeSecrets, STRENGTH_FLOOR_BITS, weakness } from '../../src/cluster/secrets.js';
 import { isLoopback } from '../../src/loopback.js';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-
-/** KEY=VALUE lines of an environment file, comments skipped. */
-function envFile(file: string): Record<string, string> {
-  return Object.fromEntries(
-    fs
-      .readFileSync(path.join(root, 'deploy', file), 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() && !l.trimStart().startsWith('#'))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
-}
+import { deployEnv } from '../helpers/deploy-env.js';
 
 const fresh = Object.fromEntries(generateSecrets());
 
@@ -42,7 +27,7 @@ t.test('the estimate refuses what is plainly short, repeated or a placeholder', 
 });
 
 t.test("every secret in deploy/env's examples stops a start beyond loopback", async (t) => {
-  const api = loadConfig([], envFile('env/api.env.example'));
+  const api = loadConfig([], deployEnv('env/api.env.example'));
   const refused = judgeSecrets(api, 'serve', {}).refused;
   for (const name of ['ARBITRA_CONSOLE_TOKEN', 'ARBITRA_KEY_SECRET', 'ARBITRA_ENGINE_SECRET', 'the database password']) {
     t.ok(
@@ -50,15 +35,15 @@ t.test("every secret in deploy/env's examples stops a start beyond loopback", as
       `${name} refused`,
     );
   }
-  const engine = loadConfig([], { ...envFile('env/engine.env.example'), ...envFile('env/engine-0.env.example') });
+  const engine = loadConfig([], { ...deployEnv('env/engine.env.example'), ...deployEnv('env/engine-0.env.example') });
   t.match(judgeSecrets(engine, 'engine', {}).refused, [/^ARBITRA_ENGINE_SECRET cannot serve beyond loopback \(--listen 10\.0\.2\.21\)/]);
-  const compose = envFile('env/compose-arbitra.env.example');
+  const compose = deployEnv('env/compose-arbitra.env.example');
   const inCompose = loadConfig([], { ...compose, ARBITRA_HOST: '0.0.0.0', ARBITRA_STORE_URL: 'postgres://arbitra@postgres:5432/arbitra' });
   t.equal(judgeSecrets(inCompose, 'serve', compose).refused.length, 3, 'key secret, console token and PGPASSWORD');
 });
 
 t.test('fresh secrets from `arbitra secrets generate` serve beyond loopback', async (t) => {
-  const env = { ...envFile('env/api.env.example'), ...fresh, ARBITRA_STORE_URL: `postgres://arbitra:${fresh.PGPASSWORD}@10.0.3.31:5432/arbitra` };
+  const env = { ...deployEnv('env/api.env.example'), ...fresh, ARBITRA_STORE_URL: `postgres://arbitra:${fresh.PGPASSWORD}@10.0.3.31:5432/arbitra` };
   t.same(judgeSecrets(loadConfig([], env), 'serve', env), { refused: [], warnings: [] });
   t.equal(fresh.PGPASSWORD, fresh.POSTGRES_PASSWORD, "compose's two env files hold one password");
   t.not(generateSecrets()[0]![1], fresh.ARBITRA_KEY_SECRET, 'fresh each time');

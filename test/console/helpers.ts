@@ -2,7 +2,7 @@
 // serving the routes of this area.
 import { createHttpApp } from '../../src/http/pipeline.js';
 import { startHttpServer } from '../../src/http/server.js';
-import type { HttpRequest, Route } from '../../src/api/route.js';
+import type { Route } from '../../src/api/route.js';
 import { loadLimitsConfig, type LimitsConfig } from '../../src/limits/config.js';
 import { openStore, type Store, type StoreOptions } from '../../src/store/index.js';
 import { consoleRoutes } from '../../src/console/routes.js';
@@ -64,20 +64,4 @@ export async function startHarness(
   };
 }
 
-/** A request as a handler sees it, for testing auth and routes without a server. */
-export function fakeRequest(headers: Record<string, string>, more: Partial<HttpRequest> = {}): HttpRequest {
-  return {
-    method: 'GET',
-    path: '/',
-    query: new URLSearchParams(),
-    headers,
-    body: Buffer.alloc(0),
-    params: {},
-    ip: '127.0.0.1',
-    secure: false,
-    host: headers['host'] ?? '',
-    requestId: 'r',
-    startedAt: 0,
-    ...more,
-  };
-}
+export { fakeRequest } from '../helpers/request.js';

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { LIMITS_DEFAULTS } from '../../src/limits/config.js';
+import { deployEnv } from '../helpers/deploy-env.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const deploy = path.join(root, 'deploy');
@@ -14,16 +15,6 @@ const read = (file: string): string => fs.readFileSync(path.join(deploy, file), 
 
 function walk(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
-}
-
-/** KEY=VALUE lines of an environment file, comments skipped. */
-function envFile(file: string): Record<string, string> {
-  return Object.fromEntries(
-    read(file)
-      .split('\n')
-      .filter((l) => l.trim() && !l.trimStart().startsWith('#'))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
 }
 
 t.test('every ARBITRA_ variable in deploy/ is one the service or its build reads', async (t) => {
@@ -38,7 +29,7 @@ t.test('every ARBITRA_ variable in deploy/ is one the service or its build reads
 });
 
 t.test("the API node's example settings load: remote engines over TLS, PostgreSQL, the secrets", async (t) => {
-  const c = loadConfig([], envFile('env/api.env.example'));
+  const c = loadConfig([], deployEnv('env/api.env.example'));
   t.equal(c.engines?.length, 4);
   t.ok(c.engines!.every((e) => e.startsWith('tls://')), 'every engine over TLS');
   t.match(c.store, /^postgres:\/\//);
@@ -48,7 +39,7 @@ t.test("the API node's example settings load: remote engines over TLS, PostgreSQ
 });
 
 t.test("an engine instance's example settings load: it listens with TLS", async (t) => {
-  const c = loadConfig([], { ...envFile('env/engine.env.example'), ...envFile('env/engine-0.env.example') });
+  const c = loadConfig([], { ...deployEnv('env/engine.env.example'), ...deployEnv('env/engine-0.env.example') });
   t.same(c.listen, { host: '10.0.2.21', port: 7000 });
   t.ok(c.engineTls, 'certificate and key');
   t.equal(c.engines, null);
@@ -57,11 +48,11 @@ t.test("an engine instance's example settings load: it listens with TLS", async 
 t.test("compose's service settings load with the example env file: PostgreSQL, its secrets", async (t) => {
   const compose = read('compose.yaml');
   const storeUrl = /ARBITRA_STORE_URL: (\S+)/.exec(compose)?.[1];
-  const example = envFile('env/compose-arbitra.env.example');
+  const example = deployEnv('env/compose-arbitra.env.example');
   const config = loadConfig([], { ...example, ARBITRA_STORE_URL: storeUrl });
   t.equal(config.store, 'postgres://arbitra@postgres:5432/arbitra', 'no password in the URL or the compose file');
   t.ok(config.keySecret && config.consoleToken, 'the key secret and console token come from the env file');
-  t.equal(example.PGPASSWORD, envFile('env/compose-postgres.env.example').POSTGRES_PASSWORD, 'the two examples hold the same password');
+  t.equal(example.PGPASSWORD, deployEnv('env/compose-postgres.env.example').POSTGRES_PASSWORD, 'the two examples hold the same password');
   const settings = compose
     .split('\n')
     .filter((l) => !l.trimStart().startsWith('#'))

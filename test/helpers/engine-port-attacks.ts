@@ -149,6 +149,20 @@ export function replay(recording: Buffer, target: { host: string; port: number }
   });
 }
 
+/** A Score call opened as a gRPC client would, with `headers` added; its errors and data are let go. */
+function scoreStream(session: http2.ClientHttp2Session, headers: Record<string, string> = {}): http2.ClientHttp2Stream {
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/arbitra.engine.v1.Engine/Score',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    ...headers,
+  });
+  stream.on('error', () => {});
+  stream.resume();
+  return stream;
+}
+
 export interface HugeCallResult {
   /** grpc-status of the answer, null when none came. */
   status: number | null;
@@ -176,15 +190,7 @@ export async function hugeCall(target: { host: string; port: number }, bytes: nu
   const chunk = Buffer.alloc(1 << 20, 0x61);
   const started = Date.now();
   let taken = 0;
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': '/arbitra.engine.v1.Engine/Score',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-    ...headers,
-  });
-  stream.on('error', () => {});
-  stream.resume();
+  const stream = scoreStream(session, headers);
   const answered = new Promise<{ status: number | null; at: number }>((resolve) => {
     // A refusal comes as headers alone; an answer's status comes in its trailers.
     stream.on('response', (h) => {
@@ -231,8 +237,7 @@ export async function streamFlood(target: { host: string; port: number }, count:
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
     for (let i = 0; i < count; i++) {
-      const stream = session.request({ ':method': 'POST', ':path': '/arbitra.engine.v1.Engine/Score', 'content-type': 'application/grpc', te: 'trailers' });
-      stream.on('error', () => {});
+      const stream = scoreStream(session);
       stream.on('response', (h) => {
         if (h['grpc-status'] !== undefined) result.answered++;
       });
@@ -260,15 +265,7 @@ export async function rawCall(
     createConnection: () => net.connect({ host: target.host, port: target.port, localAddress }),
   });
   session.on('error', () => {});
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': '/arbitra.engine.v1.Engine/Score',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-    ...headers,
-  });
-  stream.on('error', () => {});
-  stream.resume();
+  const stream = scoreStream(session, headers);
   stream.end(Buffer.alloc(5));
   const got = await new Promise<{ status: number | null; message: string }>((resolve) => {
     const status = (h: http2.IncomingHttpHeaders): void => {

@@ -5,22 +5,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { CLI, cannotRun, startServer } from '../integration/helpers/server.js';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-
-/** KEY=VALUE lines of a deploy/env example, comments skipped. */
-function example(file: string): Record<string, string> {
-  return Object.fromEntries(
-    fs
-      .readFileSync(path.join(root, 'deploy/env', file), 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() && !l.trimStart().startsWith('#'))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
-}
+import { deployEnv } from '../helpers/deploy-env.js';
 
 function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ARBITRA_') && k !== 'PGPASSWORD'));
@@ -39,7 +26,7 @@ t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 t.test("compose's example secrets stop `serve --host 0.0.0.0` before anything starts", { skip: cannotRun }, async (t) => {
   const env: Record<string, string> = {
-    ...example('compose-arbitra.env.example'),
+    ...deployEnv('env/compose-arbitra.env.example'),
     ARBITRA_DATA_DIR: path.join(dir, 'refused'),
     ARBITRA_MODEL: path.join(dir, 'none.gguf'),
   };
@@ -56,7 +43,7 @@ t.test("compose's example secrets stop `serve --host 0.0.0.0` before anything st
 });
 
 t.test("an engine's example secret stops `engine --listen` on a public address", { skip: cannotRun }, async (t) => {
-  const out = await run(['engine', '--listen', '0.0.0.0:7999', '--model', path.join(dir, 'none.gguf')], example('engine.env.example'));
+  const out = await run(['engine', '--listen', '0.0.0.0:7999', '--model', path.join(dir, 'none.gguf')], deployEnv('env/engine.env.example'));
   t.equal(out.code, 2);
   t.match(out.stderr, /^arbitra: ARBITRA_ENGINE_SECRET cannot serve beyond loopback \(--listen 0\.0\.0\.0\): it is a placeholder/);
 });

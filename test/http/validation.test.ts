@@ -8,6 +8,7 @@ import { locateJsonError } from '../../src/api/json-syntax-error.js';
 import { MAX_LISTED_PROBLEMS, TOO_MANY_ERRORS, valueError } from '../../src/decision/schema/problems.js';
 import { ValidationFailure } from '../../src/api/errors.js';
 import type { HttpRequest } from '../../src/api/route.js';
+import { fakeRequest } from '../helpers/request.js';
 
 const Text = Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Unknown()), Type.Null()]);
 const Noul = Type.Object({
@@ -269,19 +270,7 @@ t.test('the loc prefix is configurable', async (t) => {
 });
 
 function req(body: string): HttpRequest {
-  return {
-    method: 'POST',
-    path: '/',
-    query: new URLSearchParams(),
-    headers: {},
-    body: Buffer.from(body),
-    params: {},
-    ip: '',
-    secure: false,
-    host: '',
-    requestId: 'r',
-    startedAt: 0,
-  };
+  return fakeRequest({}, { method: 'POST', body: Buffer.from(body), ip: '' });
 }
 
 function failure(fn: () => unknown): unknown[] {
