@@ -41,7 +41,14 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   }
 
   function renderFailure(req: HttpRequest, err: unknown): WireResponse {
-    const wire = renderError(req, err, opts.log);
+    let wire: WireResponse;
+    try {
+      wire = renderError(req, err, opts.log);
+    } catch (unrenderable) {
+      // An error no JSON can hold (a cycle, a BigInt in its context) is still answered: its own
+      // rendering failure becomes the generic 500, which carries nothing of the request.
+      wire = renderError(req, unrenderable, opts.log);
+    }
     // RFC 7694: a 415 names the request codings we take, whichever part of the body it refused.
     if (wire.status === 415) wire.headers['accept-encoding'] = ACCEPTED_CODINGS.join(', ');
     return wire;
