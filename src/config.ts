@@ -236,7 +236,7 @@ export const ENV_ONLY_SETTINGS: readonly { env: string; help: string }[] = [
   },
   {
     env: 'ARBITRA_ENGINE_SECRET',
-    help: `shared by API nodes and remote engines (at least ${MIN_SECRET_LENGTH} characters); never sent, each side proves it by HMAC`,
+    help: `shared by API nodes and remote engines (at least ${MIN_SECRET_LENGTH} characters; beyond loopback no placeholder and 112 bits: arbitra secrets generate); never sent: every call proves it by an HMAC over its message and the engine it is for, checked before the message is read, and every reply by an HMAC over its own bytes`,
   },
   { env: 'ARBITRA_ENGINE_CA', help: "PEM file of a certificate authority to trust for tls:// engines, besides the system's" },
   { env: 'ARBITRA_IDEMPOTENCY_TTL_SECONDS', help: 'idempotency entry lifetime (default 86400)' },
