@@ -4,7 +4,7 @@
 import type { LimitsConfig } from '../limits/config.js';
 import type { Admission, Charge, RequestGate } from '../limits/types.js';
 import type { Store } from '../store/index.js';
-import { addressBlock } from './client-address.js';
+import { addressBlock } from '../addresses.js';
 import { ApiError } from './errors.js';
 
 const MICRO = 1_000_000;

@@ -9,7 +9,7 @@
 // otherwise interleave it with guesses and keep its window open for ever.
 import type { LimitsConfig } from '../limits/config.js';
 import type { Store } from '../store/index.js';
-import { addressBlock } from './client-address.js';
+import { addressBlock } from '../addresses.js';
 import { ApiError } from './errors.js';
 import type { HttpRequest } from './route.js';
 

@@ -3,7 +3,7 @@
 // to the engines. Beyond loopback such a secret stops the start; on loopback, where only this machine
 // can try it, it is a loud warning, so a developer's first `npm start` still serves.
 import { randomBytes } from 'node:crypto';
-import { isLoopback } from '../loopback.js';
+import { isLoopback } from '../addresses.js';
 import { randomBase62 } from '../store/secret.js';
 import type { Config } from '../config.js';
 

@@ -3,7 +3,8 @@
 // behave identically.
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { clientOrigin, type Cidr } from '../api/client-address.js';
+import type { Cidr } from '../addresses.js';
+import { clientOrigin } from '../api/client-address.js';
 import { ApiError } from '../api/errors.js';
 import { renderError, renderResponse, type ErrorLogger } from '../api/render.js';
 import { ACCEPTED_CODINGS, BODY_METHODS, type HttpRequest, type Route, type WireResponse } from '../api/route.js';

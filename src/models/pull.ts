@@ -6,7 +6,7 @@ import path from 'node:path';
 import { findEntry } from './catalogue.js';
 import { isVerified } from './checksum.js';
 import { downloadFile } from './download.js';
-import { isLoopback } from '../loopback.js';
+import { isLoopback } from '../addresses.js';
 import { authHeaders, hubEndpoint, resolveHubRef, type HubPlan, type RemoteFile } from './hub.js';
 import { withLock } from './lock.js';
 import type { ProgressSink } from './progress.js';

@@ -1,6 +1,7 @@
 // Who the client is behind a proxy: pure functions, no server.
 import t from 'tap';
-import { addressBlock, canonicalIp, clientOrigin, parseTrustedProxies } from '../../src/api/client-address.js';
+import { addressBlock, canonicalIp } from '../../src/addresses.js';
+import { clientOrigin, parseTrustedProxies } from '../../src/api/client-address.js';
 
 const proxies = parseTrustedProxies('10.0.1.5, 10.0.2.0/24, fd00::/64, 127.0.0.1');
 const origin = (peer: string, headers: Record<string, string> = {}) => clientOrigin(peer, headers, proxies);

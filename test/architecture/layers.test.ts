@@ -22,7 +22,7 @@ const LAYERS: Layer[] = [
   { name: 'engine: scheduling, processes, the addon binding', parts: ['src/engine/'] },
   { name: 'models: model files and their catalogue', parts: ['src/models/'] },
   { name: 'state', parts: ['src/store/'] },
-  { name: 'this machine: its paths and its loopback', parts: ['src/paths.ts', 'src/loopback.ts'] },
+  { name: 'facts any layer asks: where the package is, what an internet address is', parts: ['src/paths.ts', 'src/addresses.ts'] },
 ];
 
 /** Packages that only one part of the tree may use: state in the store, the socket in the transport. */

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { estimatedBits, generateSecrets, judgeSecrets, STRENGTH_FLOOR_BITS, weakness } from '../../src/cluster/secrets.js';
-import { isLoopback } from '../../src/loopback.js';
+import { isLoopback } from '../../src/addresses.js';
 import { deployEnv } from '../helpers/deploy-env.js';
 
 const fresh = Object.fromEntries(generateSecrets());

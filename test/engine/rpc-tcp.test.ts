@@ -18,7 +18,8 @@ import { openEngineChannel } from '../../src/engine/rpc/client.js';
 import { EngineClient, MAX_MESSAGE_BYTES } from '../../src/engine/rpc/codec.js';
 import { MAX_CONCURRENT_STREAMS, serveEngine, type ServedEngine, type TlsFiles } from '../../src/engine/rpc/server.js';
 import type { PortBounds } from '../../src/engine/rpc/port.js';
-import { addressKey, FailureThrottle } from '../../src/engine/rpc/throttle.js';
+import { addressBlock } from '../../src/addresses.js';
+import { FailureThrottle } from '../../src/engine/rpc/throttle.js';
 import type { EngineInfo, EngineStats, TextScoreRequest, TextScoreResult } from '../../src/engine/types.js';
 import { hugeCall, rawCall, replaceAll, replay, streamFlood, tamperingProxy } from '../helpers/engine-port-attacks.js';
 
@@ -114,10 +115,10 @@ t.test('proofs: only the secret proves a call, for its side, time, nonce, method
 });
 
 t.test('the throttle: failures counted per address (an IPv6 host by its /64), in bounded memory', async (t) => {
-  t.equal(addressKey('::ffff:10.0.0.5'), '10.0.0.5', 'IPv4 mapped into IPv6 is the IPv4 address');
-  t.equal(addressKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
-  t.equal(addressKey('2001:db8:1:2:bbbb:cccc:dddd:eeee'), '2001:db8:1:2::/64', 'the same /64');
-  t.equal(addressKey('2001:db8::5'), '2001:db8:0:0::/64');
+  t.equal(addressBlock('::ffff:10.0.0.5'), '10.0.0.5', 'IPv4 mapped into IPv6 is the IPv4 address');
+  t.equal(addressBlock('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+  t.equal(addressBlock('2001:db8:1:2:bbbb:cccc:dddd:eeee'), '2001:db8:1:2::/64', 'the same /64');
+  t.equal(addressBlock('2001:db8::5'), '2001:db8::/64');
   const throttle = new FailureThrottle(3, 100);
   const now = 1_000_000;
   for (let i = 0; i < 3; i++) throttle.failed('10.0.0.5', now);

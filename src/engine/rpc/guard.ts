@@ -13,7 +13,8 @@ import * as grpc from '@grpc/grpc-js';
 import { bodyHash, CallVerifier, NAME_TRAILER, signReply, type Admission } from './auth.js';
 import { ERROR_TRAILER } from './codec.js';
 import type { EnginePort, Peer } from './port.js';
-import { addressKey, FailureThrottle } from './throttle.js';
+import { addressBlock } from '../../addresses.js';
+import { FailureThrottle } from './throttle.js';
 
 /** A refusal is logged once a minute per address and reason: a misconfigured node retries every few seconds. */
 const REFUSAL_LOG_MS = 60_000;
@@ -67,7 +68,7 @@ export function engineGuard(opts: GuardOptions): grpc.ServerInterceptor {
     const method = methods.get(descriptor.path);
     if (!method) return new grpc.ServerInterceptingCall(call);
     const peer: Peer = call.getConnectionInfo();
-    const address = addressKey(peer.remoteAddress);
+    const address = addressBlock(peer.remoteAddress ?? '');
     let admitted: Admission | null = null;
     let reply: Buffer | null = null;
 

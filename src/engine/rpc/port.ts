@@ -5,12 +5,12 @@
 // proves itself on its first call); one whose caller failed a proof is closed once the refusal is
 // on its way, so whatever the caller still sends is never read.
 import net from 'node:net';
-import { addressKey } from './throttle.js';
+import { addressBlock } from '../../addresses.js';
 
 export interface PortBounds {
   /** Connections at once, from everyone. */
   connections: number;
-  /** Connections at once from one address (throttle.ts's addressKey). */
+  /** Connections at once from one address (an IPv6 host by its /64: addressBlock). */
   perAddress: number;
   /** How long a connection may stay open without a proven call. */
   proveWithinMs: number;
@@ -60,7 +60,7 @@ export class EnginePort {
   private accept(socket: net.Socket, inject: (socket: net.Socket) => void): void {
     // A socket error (a reset, a write after our close) ends the connection and nothing else.
     socket.on('error', () => {});
-    const address = addressKey(socket.remoteAddress);
+    const address = addressBlock(socket.remoteAddress ?? '');
     const fromAddress = this.perAddress.get(address) ?? 0;
     if (this.open.size >= this.bounds.connections || fromAddress >= this.bounds.perAddress) {
       socket.destroy();

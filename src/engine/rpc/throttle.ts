@@ -10,25 +10,6 @@ export const PROOF_FAILURES_PER_MINUTE = 20;
 export const THROTTLE_CAPACITY = 4096;
 const WINDOW_MS = 60_000;
 
-/**
- * The key an address is counted under: an IPv4 address as itself (also when mapped into IPv6);
- * an IPv6 address by its /64, which one host commonly holds whole.
- */
-export function addressKey(address: string | undefined): string {
-  if (!address) return 'unknown';
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!address.includes(':')) return address;
-  const [head, tail = ''] = address.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => parseInt(g || '0', 16).toString(16))
-    .join(':')}::/64`;
-}
-
 export class FailureThrottle {
   /** Insertion order is window order: a window that restarts is moved to the end. */
   private readonly windows = new Map<string, { start: number; failures: number }>();
