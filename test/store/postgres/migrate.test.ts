@@ -76,6 +76,7 @@ if (server) {
         'rate_windows',
         'retained_requests',
         'schema_migrations',
+        'secret_failures',
         'trace_usage',
         'traces',
         'usage_day',
