@@ -4,9 +4,10 @@ import { EngineError, promptCapacity, type EngineInfo, type EngineService, type 
 import { confidenceBand, type Calibration } from './calibration.js';
 import { isPreview, kindOf, previewKindOf, type AnsweredSpec, type RenderContext } from './kinds/index.js';
 import type { NormalisedRequest } from './normalise.js';
-import { balancedOrderings, distinctOrderings, type Ordering } from './permutations.js';
+import { ROTATED, type Permutation } from './debias.js';
+import { distinctOrderings, type Ordering } from './permutations.js';
 import { contextBlock, LAYOUT, type PromptLayout } from './prompt.js';
-import { averagePasses, identityPass, labelMass, optionDistribution, type PassReading } from './readout.js';
+import { identityPass, labelMass, optionDistribution, type PassReading } from './readout.js';
 import type { Answer } from './schema/answers.js';
 import { ValidationFailure, valueError, type ValidationErrorItem } from './schema/problems.js';
 
@@ -49,8 +50,8 @@ export interface Decision {
 
 interface Plan {
   question: AnsweredSpec;
-  /** Per probe of the question, its passes: one branch per distinct ordering of its answers. */
-  probes: { ordering: Ordering; weight: number; branch: number }[][];
+  /** Per probe of the question, how its passes pool, and its passes: one branch per distinct ordering of its answers. */
+  probes: { permutation: Permutation; passes: { ordering: Ordering; weight: number; branch: number }[] }[];
 }
 
 /** Questions of a kind no engine here answers, each refused by name with the reason. */
@@ -143,13 +144,15 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
     question,
     probes: kindOf(question)
       .probes(question, ctx)
-      .map((probe) =>
-        distinctOrderings(balancedOrderings(probe.answers, passCount)).map(({ ordering, weight }) => {
+      .map((probe) => {
+        const permutation = probe.permutation ?? ROTATED;
+        const passes = distinctOrderings(permutation.orderings(probe.answers, passCount)).map(({ ordering, weight }) => {
           const { text, answers } = probe.render(ordering);
           branches.push({ suffix: text, answers });
           return { ordering, weight, branch: branches.length - 1 };
-        }),
-      ),
+        });
+        return { permutation, passes };
+      }),
   }));
 
   let result;
@@ -183,10 +186,14 @@ export async function decide(req: NormalisedRequest, engine: EngineService, info
   const answers: Record<string, Answer> = Object.fromEntries(
     plans.map(({ question, probes }) => {
       const kind = kindOf(question);
-      const readings: PassReading[][] = probes.map((passes) =>
+      const readings: PassReading[][] = probes.map(({ passes }) =>
         passes.map((p) => ({ ordering: p.ordering, weight: p.weight, logprobs: result.branches[p.branch]! })),
       );
-      const debiased = kind.combine(question, readings.map(averagePasses), ctx);
+      const debiased = kind.combine(
+        question,
+        readings.map((r, i) => probes[i]!.permutation.pool(r)),
+        ctx,
+      );
       uncalibrated[question.name] = { kind: question.kind, p: debiased };
       const calibrated = calibration?.apply(question.kind, debiased) ?? null;
       const answer = kind.answer(question, {

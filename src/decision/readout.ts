@@ -43,6 +43,25 @@ export function averagePasses(passes: PassReading[]): number[] {
 }
 
 /**
+ * The pass-weighted geometric mean of the per-pass option distributions, renormalised: log-space
+ * pooling. Where a bias multiplies each pass's probabilities by a factor of the position shown,
+ * log p = truth + bias(position), and a pair of passes whose positions sum to a constant (a scale
+ * read ascending and descending) cancels a linear trend in that bias exactly; the mean of
+ * probabilities only damps it.
+ */
+export function geometricPool(passes: PassReading[]): number[] {
+  const n = passes[0]!.ordering.length;
+  const total = passes.reduce((a, p) => a + p.weight, 0);
+  const logs = new Array<number>(n).fill(0);
+  for (const pass of passes) {
+    optionDistribution(pass).forEach((p, i) => {
+      logs[i]! += (Math.log(Math.max(p, 1e-12)) * pass.weight) / total;
+    });
+  }
+  return renormalise(logs);
+}
+
+/**
  * The share of the model's next-token distribution that fell on the answers, pass-weighted: near 1
  * when the model was about to answer with a label, low when it meant to say something else.
  */

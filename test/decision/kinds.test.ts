@@ -7,6 +7,7 @@ import type { Labels, QuestionKind, Reading, RenderContext, RenderedBranch } fro
 import { noul, type NoulSpec } from '../../src/decision/kinds/noul.js';
 import { fromThresholds, score, scoreConfidence, type ScoreSpec } from '../../src/decision/kinds/score.js';
 import { box } from '../../src/decision/kinds/box.js';
+import { MIRRORED, ROTATED } from '../../src/decision/debias.js';
 import { isPreview } from '../../src/decision/kinds/index.js';
 import { contextBlock, LAYOUT } from '../../src/decision/prompt.js';
 
@@ -160,6 +161,26 @@ t.test('score (ordinal layout): one yes/no probe per level above the lowest, all
     'permute swaps the order yes and no are offered in',
   );
   t.equal(score.capacity(ordinal), 10, 'yes/no needs no label per level');
+});
+
+t.test('score: permute reads the scale both ways and pools in log space; a choice is rotated and averaged', async (t) => {
+  const [levels] = score.probes(stars, ctx);
+  t.equal(levels!.permutation, MIRRORED);
+  t.same(levels!.permutation!.orderings(3, 4), [
+    [0, 1, 2],
+    [2, 1, 0],
+    [0, 1, 2],
+    [2, 1, 0],
+  ]);
+  t.equal(
+    levels!.render([2, 1, 0]).text,
+    'Question: How positive is it?\nOptions:\nA. great\nB. 1\nC. awful\nReply with only the letter of the best option.',
+    'descending: the highest level first, letters in place',
+  );
+  const [options] = choice.probes(ticket, ctx);
+  t.equal(options!.permutation ?? ROTATED, ROTATED, 'a choice keeps balanced rotations');
+  const [thresholds] = score.probes(stars, ordinal);
+  t.equal(thresholds!.permutation ?? ROTATED, ROTATED, 'a threshold is a yes/no: its answers swap');
 });
 
 t.test('score (ordinal layout): P(level ≥ k) differenced into a distribution, made monotone first', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { balancedOrderings, distinctOrderings } from '../../src/decision/permutations.js';
+import { balancedOrderings, distinctOrderings, mirroredOrderings } from '../../src/decision/permutations.js';
 
 /** visits[option][position] = passes in which the option is shown at that position. */
 function visits(options: number, passes: number): number[][] {
@@ -91,4 +91,26 @@ t.test('rejects nonsense sizes', async (t) => {
   t.throws(() => balancedOrderings(0, 2), RangeError);
   t.throws(() => balancedOrderings(3, 0), RangeError);
   t.throws(() => balancedOrderings(2.5, 2), RangeError);
+});
+
+t.test('a scale is read ascending and descending, never rotated', async (t) => {
+  t.same(mirroredOrderings(5, 2), [
+    [0, 1, 2, 3, 4],
+    [4, 3, 2, 1, 0],
+  ]);
+  for (let passes = 1; passes <= 8; passes++) {
+    const orderings = mirroredOrderings(5, passes);
+    t.equal(orderings.length, passes);
+    for (const o of orderings) {
+      const steps = o.slice(1).map((x, j) => x - o[j]!);
+      t.ok(
+        steps.every((s) => s === steps[0]) && Math.abs(steps[0]!) === 1,
+        `pass ${o.join(',')}: every neighbour is the next level (a scale, in one direction)`,
+      );
+    }
+    const weights = distinctOrderings(orderings).map((d) => d.weight);
+    t.same(weights, passes === 1 ? [1] : [Math.ceil(passes / 2), Math.floor(passes / 2)], `${passes} passes: ascending first, an odd one repeats ascending`);
+  }
+  t.throws(() => mirroredOrderings(0, 2), RangeError);
+  t.throws(() => mirroredOrderings(5, 0), RangeError);
 });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { argmax, averagePasses, identityPass, keyed, labelMass, optionDistribution, renormalise } from '../../src/decision/readout.js';
+import { argmax, averagePasses, geometricPool, identityPass, keyed, labelMass, optionDistribution, renormalise } from '../../src/decision/readout.js';
 
 const close = (a: number, b: number, eps = 1e-12) => Math.abs(a - b) < eps;
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -25,6 +25,25 @@ t.test('averagePasses weights passes', async (t) => {
   // a: option0 .9; b: shows option1 first → option1 .9, option0 .1. (3*.9 + .1)/4 = .7
   t.ok(close(p[0]!, 0.7), String(p[0]));
   t.ok(close(sum(p), 1));
+});
+
+t.test('geometricPool: a linear position bias cancels exactly between a scale read both ways', async (t) => {
+  const truth = [0.05, 0.1, 0.2, 0.4, 0.25];
+  // A trend along the listing: each later position gets e^0.6 more mass, whatever level it shows.
+  const read = (ordering: number[]) => ({
+    ordering,
+    weight: 1,
+    logprobs: ordering.map((level, position) => Math.log(truth[level]!) + 0.6 * position),
+  });
+  const ascending = read([0, 1, 2, 3, 4]);
+  const descending = read([4, 3, 2, 1, 0]);
+  const pooled = geometricPool([ascending, descending]);
+  truth.forEach((x, i) => t.ok(close(pooled[i]!, x, 1e-9), `level ${i}: ${pooled[i]} = ${x}`));
+  const averaged = averagePasses([ascending, descending]);
+  t.ok(Math.abs(averaged[2]! - truth[2]!) > 0.01, `the mean of probabilities only damps the trend: level 2 at ${averaged[2]} against ${truth[2]}`);
+  const weighted = geometricPool([{ ...ascending, weight: 3 }, descending]);
+  t.ok(weighted[4]! > truth[4]!, 'weights count: three ascending passes keep some of the trend towards the last position');
+  t.ok(close(sum(weighted), 1));
 });
 
 t.test('label mass: the pass-weighted share of the distribution on the answers', async (t) => {

@@ -5,6 +5,7 @@
 import type { Answer, ConfidenceBand } from '../schema/answers.js';
 import type { ValidationErrorItem } from '../schema/problems.js';
 import type { EngineInfo } from '../../engine/types.js';
+import type { Permutation } from '../debias.js';
 import type { Ordering } from '../permutations.js';
 import type { PromptLayout } from '../prompt.js';
 
@@ -50,13 +51,15 @@ export interface PreviewKind<S> extends Normalises<S> {
 
 /**
  * One thing a question asks the model, read back as a distribution over its own answers. permute
- * averages it over orderings of those answers.
+ * pools it over orderings of those answers.
  */
 export interface Probe {
   /** How many answers it offers. */
   answers: number;
   /** The branch showing its answers in one ordering (ordering[position] = answer). */
   render(ordering: Ordering): RenderedBranch;
+  /** How permute orders its answers and pools the passes; rotations averaged when absent. */
+  permutation?: Permutation;
 }
 
 export interface QuestionKind<S, A extends Answer = Answer> extends Normalises<S> {

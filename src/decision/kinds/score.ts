@@ -6,6 +6,7 @@
 // reference API: clients threshold and average it.
 import type { ScoreAnswer } from '../schema/answers.js';
 import type { Entry } from '../schema/entry.js';
+import { MIRRORED } from '../debias.js';
 import { questionBody } from '../prompt.js';
 import { argmax, keyed, tempered } from '../readout.js';
 import { countError, criteriaCount, renderEntry, splitListing } from './criteria.js';
@@ -79,6 +80,7 @@ function pickLevel(spec: ScoreSpec, ctx: RenderContext): Probe {
   if (useDigits(ctx, n)) {
     return {
       answers: n,
+      permutation: MIRRORED,
       render(ordering) {
         // The digit is the level itself, so a permuted ordering moves lines, never renumbers them.
         const lines = [
@@ -94,6 +96,7 @@ function pickLevel(spec: ScoreSpec, ctx: RenderContext): Probe {
   }
   return {
     answers: n,
+    permutation: MIRRORED,
     render(ordering) {
       const shown = ctx.labels.optionLabels.slice(0, n);
       const lines = ['Options:', ...ordering.map((level, position) => `${shown[position]!.label}. ${shownLevel(spec, level)}`)];

@@ -12,7 +12,8 @@ export const DecisionOptions = Type.Object({
   debias: Type.Optional(
     Type.Union([Type.Literal('off'), Type.Literal('permute')], {
       default: OPTION_DEFAULTS.debias,
-      description: 'permute averages balanced reorderings of the options to cancel position bias.',
+      description:
+        'permute pools reorderings of the options to cancel position bias: balanced rotations for a choice, yes and no swapped for a noul, the scale ascending and descending for a score.',
     }),
   ),
   debias_passes: Type.Optional(
