@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Answer } from '../src/api/schemas/systemone.js';
 import { validateSystemOneRequest } from '../src/api/schemas/systemone-validate.js';
-import { FITTERS, fitKind, heldOut, type KindReport, type Sample } from '../src/decision/calibration.js';
+import { describeFit, FITTERS, fitKind, heldOut, type KindReport, type Sample } from '../src/decision/calibration.js';
 import { metrics, reliability, type Forecast, type Metrics, type ReliabilityBin } from '../src/decision/scoring-rules.js';
 import { decide } from '../src/decision/decide.js';
 import type { KindName } from '../src/decision/kinds/index.js';
@@ -241,7 +241,7 @@ interface Row {
 
 function mapName(report: KindReport): string {
   if (!report.fit) return `none (${report.refused})`;
-  return report.fit.method === 'temperature' ? `T=${report.fit.temperature.toFixed(2)}` : `platt a=${report.fit.a.toFixed(2)} b=${report.fit.b.toFixed(2)}`;
+  return describeFit(report.fit);
 }
 
 /** A kind's forecasts as served and as a calibration fitted without each of them reads them. */

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseFlags } from '../config.js';
-import { fitKind, ruleFor, type CalibrationRecord, type KindReport, type Sample } from '../decision/calibration.js';
+import { describeFit, fitKind, ruleFor, type CalibrationRecord, type KindReport, type Sample } from '../decision/calibration.js';
 import type { KindName } from '../decision/kinds/index.js';
 import { LAYOUT_VERSION } from '../decision/prompt.js';
 import { modelChecksum } from '../models/checksum.js';
@@ -119,11 +119,7 @@ function fmt(x: number): string {
 export function reportTable(reports: KindReport[]): string {
   const rows = [['TYPE', 'N', 'RULE', 'BEFORE', 'AFTER', 'ECE BEFORE', 'ECE AFTER', 'BRIER BEFORE', 'BRIER AFTER', 'FIT']];
   for (const r of reports) {
-    const fit = r.fit
-      ? r.fit.method === 'temperature'
-        ? `temperature T=${r.fit.temperature.toFixed(3)}`
-        : `platt a=${r.fit.a.toFixed(3)} b=${r.fit.b.toFixed(3)}`
-      : `none: ${r.refused}`;
+    const fit = r.fit ? describeFit(r.fit, 3) : `none: ${r.refused}`;
     rows.push([
       r.kind,
       String(r.before.n),

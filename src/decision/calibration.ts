@@ -4,7 +4,10 @@
 // Methods. Temperature scaling divides every log-probability by T and renormalises: one
 // parameter, it keeps the ranking (the chosen answer never changes) and fits every kind. Platt
 // scaling, for yes/no only, maps the log-odds of yes through a·x + b: it can also undo a bias
-// towards one answer. Each is fitted and judged by the kind's proper scoring rule (the ranked
+// towards one answer. A prior, for choices and scores, divides out the mean distribution the
+// model gave over the fitted questions of one option count (a label bias read off its own answers,
+// without their truths: batch calibration, Zhou et al. 2024), then fits a temperature; questions of
+// another option count are left as read. Each is fitted and judged by the kind's proper scoring rule (the ranked
 // probability score for scores, log loss otherwise), held out: the fitter keeps the method that
 // scores best on samples it was not fitted on, and none at all when none beats leaving the
 // probabilities alone without making their Brier score worse.
@@ -20,7 +23,10 @@ export interface Sample {
   truth: number;
 }
 
-export type KindFit = { method: 'temperature'; temperature: number } | { method: 'platt'; a: number; b: number };
+export type KindFit =
+  | { method: 'temperature'; temperature: number }
+  | { method: 'platt'; a: number; b: number }
+  | { method: 'prior'; options: number; logPrior: number[]; temperature: number };
 
 export interface KindReport {
   kind: KindName;
@@ -59,11 +65,32 @@ export function confidenceBand(p: number[]): Exclude<ConfidenceBand, null> {
 
 const EPS = 1e-12;
 
-export function applyFit(fit: KindFit, p: number[]): number[] {
+/** p through a fitted map; null where the map does not apply (a prior fitted on another option count). */
+export function applyFit(fit: Exclude<KindFit, { method: 'prior' }>, p: number[]): number[];
+export function applyFit(fit: KindFit, p: number[]): number[] | null;
+export function applyFit(fit: KindFit, p: number[]): number[] | null {
   if (fit.method === 'temperature') return tempered(p, fit.temperature);
+  if (fit.method === 'prior') return p.length === fit.options ? divideOut(p, fit.logPrior, fit.temperature) : null;
   const x = Math.log(Math.max(p[0]!, EPS)) - Math.log(Math.max(p[1]!, EPS));
   const yes = 1 / (1 + Math.exp(-(fit.a * x + fit.b)));
   return [yes, 1 - yes];
+}
+
+/** A fit in a few words, as the CLI's table and the benches print it. */
+export function describeFit(fit: KindFit, digits = 2): string {
+  if (fit.method === 'temperature') return `T=${fit.temperature.toFixed(digits)}`;
+  if (fit.method === 'platt') return `platt a=${fit.a.toFixed(digits)} b=${fit.b.toFixed(digits)}`;
+  const prior = fit.logPrior.map((l) => Math.exp(l).toFixed(digits)).join('/');
+  return `prior ${prior} (${fit.options} options), T=${fit.temperature.toFixed(digits)}`;
+}
+
+/** p divided by a prior (given as log-probabilities), then raised to 1/T and renormalised. */
+function divideOut(p: number[], logPrior: number[], temperature: number): number[] {
+  const logs = p.map((x, i) => (Math.log(Math.max(x, EPS)) - logPrior[i]!) / temperature);
+  const max = Math.max(...logs);
+  const exps = logs.map((l) => Math.exp(l - max));
+  const sum = exps.reduce((a, b) => a + b, 0);
+  return exps.map((e) => e / sum);
 }
 
 /** What decide() applies: null for a kind without a fit, which then stays uncalibrated. */
@@ -107,8 +134,13 @@ function loss(samples: Sample[], map: (p: number[]) => number[]): number {
 }
 
 /** Temperature by golden-section search on log T over [1/20, 20], minimising the kind's rule (unimodal in it). */
-export function fitTemperature(samples: Sample[]): KindFit {
-  const at = (logT: number) => loss(samples, (p) => tempered(p, Math.exp(logT)));
+export function fitTemperature(samples: Sample[]): Extract<KindFit, { method: 'temperature' }> {
+  return { method: 'temperature', temperature: bestTemperature(samples, tempered) };
+}
+
+/** The T minimising the kind's rule over the samples read through map(p, T). */
+function bestTemperature(samples: Sample[], map: (p: number[], temperature: number) => number[]): number {
+  const at = (logT: number) => loss(samples, (p) => map(p, Math.exp(logT)));
   let lo = Math.log(0.05);
   let hi = Math.log(20);
   const g = (Math.sqrt(5) - 1) / 2;
@@ -120,11 +152,26 @@ export function fitTemperature(samples: Sample[]): KindFit {
     c = hi - g * (hi - lo);
     d = lo + g * (hi - lo);
   }
-  return { method: 'temperature', temperature: Math.exp((lo + hi) / 2) };
+  return Math.exp((lo + hi) / 2);
+}
+
+/**
+ * The label prior of the most common option count among the samples: the log of their mean
+ * distribution (no truth is read), then the temperature that the kind's rule prefers after it.
+ */
+export function fitPrior(samples: Sample[]): KindFit {
+  const counts = new Map<number, number>();
+  for (const s of samples) counts.set(s.p.length, (counts.get(s.p.length) ?? 0) + 1);
+  const options = [...counts].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]![0];
+  const same = samples.filter((s) => s.p.length === options);
+  const mean = new Array<number>(options).fill(0);
+  for (const s of same) s.p.forEach((x, i) => (mean[i]! += x / same.length));
+  const logPrior = mean.map((m) => Math.log(Math.max(m, EPS)));
+  return { method: 'prior', options, logPrior, temperature: bestTemperature(same, (p, t) => divideOut(p, logPrior, t)) };
 }
 
 /** Platt scaling of the yes log-odds by Newton's method on the logistic likelihood (lightly regularised). */
-export function fitPlatt(samples: Sample[]): KindFit {
+export function fitPlatt(samples: Sample[]): Extract<KindFit, { method: 'platt' }> {
   const xs = samples.map((s) => Math.log(Math.max(s.p[0]!, EPS)) - Math.log(Math.max(s.p[1]!, EPS)));
   const ys = samples.map((s) => (s.truth === 0 ? 1 : 0));
   let a = 1;
@@ -170,7 +217,7 @@ export function heldOut(samples: Sample[], fitter: (s: Sample[]) => KindFit, k =
   const judged: Forecast[] = [];
   for (const { fit, held } of folds(samples, k)) {
     const map = fitter(fit);
-    for (const s of held) judged.push({ p: applyFit(map, s.p), truth: s.truth });
+    for (const s of held) judged.push({ p: applyFit(map, s.p) ?? s.p, truth: s.truth });
   }
   return judged;
 }
@@ -181,14 +228,28 @@ export function crossValidated(samples: Sample[], fitter: (s: Sample[]) => KindF
 }
 
 /** The fitter of each method, as fitKind tries them. */
-export const FITTERS: Record<KindFit['method'], (s: Sample[]) => KindFit> = { temperature: fitTemperature, platt: fitPlatt };
+export const FITTERS: Record<KindFit['method'], (s: Sample[]) => KindFit> = { temperature: fitTemperature, platt: fitPlatt, prior: fitPrior };
+
+/** The methods tried for a kind: a yes/no's bias is Platt's intercept; choices and scores have a label prior. */
+const METHODS_FOR: Record<KindName, KindFit['method'][]> = {
+  noul: ['temperature', 'platt'],
+  choice: ['temperature', 'prior'],
+  score: ['temperature', 'prior'],
+  box: ['temperature'],
+};
 
 export const MIN_SAMPLES = 20;
 
 /**
+ * A richer map must beat a simpler one held out by this share of the rule to be chosen over it: a
+ * prior's extra parameters win small margins by chance on samples without any label bias.
+ */
+const PARSIMONY = 0.01;
+
+/**
  * Fits one kind: every candidate method is judged by cross-validation under the kind's rule; the
- * best is kept if it beats no calibration held out without a worse Brier score, then refitted on
- * all samples.
+ * simplest within PARSIMONY of the best is kept if it beats no calibration held out without a
+ * worse Brier score, then refitted on all samples.
  */
 export function fitKind(kind: KindName, samples: Sample[]): KindReport {
   const before = metrics(samples);
@@ -196,9 +257,10 @@ export function fitKind(kind: KindName, samples: Sample[]): KindReport {
     return { kind, before, after: null, fit: null, refused: `${samples.length} labelled samples; at least ${MIN_SAMPLES} are needed` };
   }
   const rule = ruleFor(kind);
-  const fitters = kind === 'noul' ? [FITTERS.temperature, FITTERS.platt] : [FITTERS.temperature];
-  const judged = fitters.map((fitter) => ({ fitter, after: crossValidated(samples, fitter) })).sort((x, y) => rule.of(x.after) - rule.of(y.after));
-  const best = judged[0]!;
+  const fitters = METHODS_FOR[kind].map((method) => FITTERS[method]);
+  const judged = fitters.map((fitter) => ({ fitter, after: crossValidated(samples, fitter) }));
+  const lowest = Math.min(...judged.map((j) => rule.of(j.after)));
+  const best = judged.find((j) => rule.of(j.after) <= lowest + PARSIMONY * Math.abs(lowest))!;
   if (!(rule.of(best.after) < rule.of(before) - 1e-9) || best.after.brier > before.brier) {
     return { kind, before, after: best.after, fit: null, refused: `no method improved held-out ${rule.name} without a worse Brier score` };
   }

@@ -1,6 +1,17 @@
 // Calibration fitting and metrics as pure functions, on synthetic outcomes with known answers.
 import t from 'tap';
-import { applyFit, calibrationFrom, confidenceBand, crossValidated, fitKind, fitPlatt, fitTemperature, type Sample } from '../../src/decision/calibration.js';
+import {
+  applyFit,
+  calibrationFrom,
+  confidenceBand,
+  crossValidated,
+  describeFit,
+  fitKind,
+  fitPlatt,
+  fitPrior,
+  fitTemperature,
+  type Sample,
+} from '../../src/decision/calibration.js';
 import { metrics } from '../../src/decision/scoring-rules.js';
 import { drawFrom, seededRandom } from '../../bench/lib/random.js';
 
@@ -47,6 +58,56 @@ t.test('Platt scaling undoes a bias towards yes', async (t) => {
   const fit = fitPlatt(samples);
   const yes = applyFit(fit, [0.8, 0.2])[0]!;
   t.ok(Math.abs(yes - 0.4) < 0.05, `calibrated P(yes) ${yes}`);
+});
+
+/**
+ * Scores whose level is drawn from a distribution peaked around a random centre, reported by a
+ * "model" that knows that distribution but adds a fixed bias towards level 3 (the label bias the
+ * public sentiment data shows).
+ */
+function biasedScale(n: number, seed: number, levels = 5): Sample[] {
+  const r = seededRandom(seed);
+  const softmax = (logits: number[]) => {
+    const exps = logits.map((l) => Math.exp(l));
+    const sum = exps.reduce((a, b) => a + b, 0);
+    return exps.map((e) => e / sum);
+  };
+  return Array.from({ length: n }, () => {
+    const centre = Math.floor(r() * levels);
+    const logits = Array.from({ length: levels }, (_, i) => -Math.abs(i - centre) * 1.5);
+    const truth = drawFrom(softmax(logits), r());
+    return { kind: 'score', p: softmax(logits.map((l, i) => l + (i === 3 ? 2 : 0))), truth } as Sample;
+  });
+}
+
+t.test('a label prior read off the answers alone undoes a bias towards one level', async (t) => {
+  const samples = biasedScale(1000, 5);
+  const fit = fitPrior(samples.map((s) => ({ ...s, truth: 0 })));
+  t.equal(fit.method, 'prior');
+  if (fit.method !== 'prior') return;
+  t.equal(fit.options, 5);
+  const prior = fit.logPrior.map(Math.exp);
+  t.ok(
+    prior.every((x, i) => i === 3 || x < prior[3]!),
+    `level 3 carries the bias: ${prior.map((x) => x.toFixed(2)).join(' ')}`,
+  );
+  const before = metrics(samples);
+  const fitted = fitPrior(samples);
+  const after = metrics(samples.map((s) => ({ p: applyFit(fitted, s.p)!, truth: s.truth })));
+  t.ok(after.rps < before.rps && after.accuracy > before.accuracy, `RPS ${before.rps} → ${after.rps}, accuracy ${before.accuracy} → ${after.accuracy}`);
+  t.equal(applyFit(fit, [0.5, 0.5]), null, 'a question of another level count is left as read');
+  t.match(describeFit(fit), /^prior (\d\.\d\d\/){4}\d\.\d\d \(5 options\), T=/);
+  const mixed = [...samples.slice(0, 30), ...biasedScale(10, 6, 3)];
+  const modal = fitPrior(mixed);
+  t.ok(modal.method === 'prior' && modal.options === 5, 'fitted on the most common level count');
+});
+
+t.test('fitKind picks the prior for a biased scale, and temperature where there is no bias', async (t) => {
+  const report = fitKind('score', biasedScale(600, 9));
+  t.equal(report.fit?.method, 'prior', report.refused ?? describeFit(report.fit!));
+  t.ok(report.after!.rps < report.before.rps, 'judged by RPS held out');
+  const unbiased = fitKind('choice', overconfident(600, 3, 3, 11));
+  t.equal(unbiased.fit?.method, 'temperature', 'without a label bias the one-parameter map wins held out');
 });
 
 t.test('fitKind: fits an overconfident model, judged on held-out folds', async (t) => {
