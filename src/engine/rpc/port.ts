@@ -37,6 +37,18 @@ export interface Peer {
 
 const peerKey = (address: string | undefined, port: number | undefined): string => `${address ?? ''}|${port ?? ''}`;
 
+/**
+ * Resets a connection (RST: nothing more is read from it), or destroys it while its shutdown is
+ * under way. libuv refuses to reset a stream that is shutting down (EINVAL), yet Node marks the
+ * handle closing all the same, so it is never closed: the socket never emits 'close', and at exit
+ * the process spins in its handle cleanup forever (seen as a CI test file that never ended; the
+ * stuck handle was shut, not closing). A shutdown is under way from end() until 'finish'.
+ */
+export function reset(socket: Pick<net.Socket, 'writableEnded' | 'writableFinished' | 'destroy' | 'resetAndDestroy'>): void {
+  if (socket.writableEnded && !socket.writableFinished) socket.destroy();
+  else socket.resetAndDestroy();
+}
+
 export class EnginePort {
   private readonly open = new Map<string, { socket: net.Socket; timer: NodeJS.Timeout | null }>();
   private readonly perAddress = new Map<string, number>();
@@ -67,7 +79,7 @@ export class EnginePort {
       return;
     }
     const key = peerKey(socket.remoteAddress, socket.remotePort);
-    const timer = setTimeout(() => socket.resetAndDestroy(), this.bounds.proveWithinMs).unref();
+    const timer = setTimeout(() => reset(socket), this.bounds.proveWithinMs).unref();
     this.open.set(key, { socket, timer });
     this.perAddress.set(address, fromAddress + 1);
     socket.once('close', () => {
@@ -96,8 +108,8 @@ export class EnginePort {
     if (!socket) return;
     // After the HTTP/2 session has written the refusal, which it does on the next turn of the loop:
     // the refusal flushed, the connection is reset, so that nothing more is read from it.
-    setImmediate(() => socket.end(() => socket.resetAndDestroy()));
-    setTimeout(() => socket.resetAndDestroy(), CLOSE_GRACE_MS).unref();
+    setImmediate(() => socket.end(() => reset(socket)));
+    setTimeout(() => reset(socket), CLOSE_GRACE_MS).unref();
   }
 
   /**
@@ -108,7 +120,7 @@ export class EnginePort {
   close(): Promise<void> {
     setTimeout(() => {
       for (const { socket } of this.open.values()) {
-        socket.resetAndDestroy();
+        reset(socket);
         // A session made after the drain (a TLS handshake that finished late on a loaded machine)
         // can keep its handle past the reset: it must not hold a stopping process open.
         socket.unref();
