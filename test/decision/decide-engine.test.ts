@@ -65,8 +65,9 @@ t.test('every type with permute and raw probabilities, in one engine call', asyn
   const levels = Object.values(urgency.probabilities);
   t.ok(Math.abs(urgency.score - levels.reduce((acc, p, i) => acc + i * p, 0)) < 1e-12, 'the score is Σ i·pᵢ');
 
-  // distinct orderings: each noul 2 (yes first, no first); choice and score 3 (shifts 0,0,1,2 over 3 options)
-  t.equal(d.usage.output_tokens, 2 + 2 + 3 + 3, 'one output token per distinct branch read');
+  // distinct orderings: each noul 2 (yes first, no first); the choice 3 (shifts 0,0,1,2 over 3
+  // options); the score 2 (its scale ascending and descending)
+  t.equal(d.usage.output_tokens, 2 + 2 + 3 + 2, 'one output token per distinct branch read');
   t.ok(d.usage.input_tokens > 0 && d.evaluatedTokens > 0);
 });
 
