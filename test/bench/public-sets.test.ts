@@ -1,5 +1,6 @@
 // The public sets' readers, sample and checksum gate, on fixtures written here: the real files stay
 // out of the repository, and no test may need a developer to have brought them.
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import t from 'tap';
@@ -127,4 +128,24 @@ t.test('a verified file loads as its sample of checked cases', async (t) => {
     [`sst5:${sample('sst5', 2, 1)[0]}`],
   );
   t.equal(loaded.cases[0]!.domain, 'sst5');
+});
+
+t.test('a bench given a refused folder or a bad --items ends with status 2 and says why', async (t) => {
+  const dir = t.testdir({ 'dev.txt': 'x' });
+  const run = (...args: string[]) =>
+    spawnSync(
+      process.execPath,
+      [
+        '--import=./scripts/ts-loader.mjs',
+        '--input-type=module',
+        '-e',
+        `const { setsFromArgs } = await import('./bench/lib/public-sets/load.ts'); setsFromArgs(Infinity, ${JSON.stringify(args)});`,
+      ],
+      { encoding: 'utf8' },
+    );
+  const refused = run('--set', dir);
+  t.equal(refused.status, 2);
+  t.match(refused.stderr, /dev.txt is not the published file: expected sha256 [0-9a-f]{64}, \d+ bytes; found sha256 [0-9a-f]{64}, 1 bytes/);
+  t.equal(run('--set', dir, '--items', '0').status, 2);
+  t.equal(run('--items', '5').status, 2, '--items without --set');
 });
