@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { checkCases, truthIndex, type LabelledCase } from '../../bench/lib/cases.js';
 import { agnews, csvRows } from '../../bench/lib/public-sets/agnews.js';
@@ -130,6 +131,10 @@ t.test('a verified file loads as its sample of checked cases', async (t) => {
   t.equal(loaded.cases[0]!.domain, 'sst5');
 });
 
+/** The module as a child process imports it, by URL: the child is not TypeScript importing TypeScript. */
+const LOAD = new URL('../../bench/lib/public-sets/load.ts', import.meta.url).href;
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
 t.test('a bench given a refused folder or a bad --items ends with status 2 and says why', async (t) => {
   const dir = t.testdir({ 'dev.txt': 'x' });
   const run = (...args: string[]) =>
@@ -139,9 +144,9 @@ t.test('a bench given a refused folder or a bad --items ends with status 2 and s
         '--import=./scripts/ts-loader.mjs',
         '--input-type=module',
         '-e',
-        `const { setsFromArgs } = await import('./bench/lib/public-sets/load.ts'); setsFromArgs(Infinity, ${JSON.stringify(args)});`,
+        `const { setsFromArgs } = await import(${JSON.stringify(LOAD)}); setsFromArgs(Infinity, ${JSON.stringify(args)});`,
       ],
-      { encoding: 'utf8' },
+      { cwd: ROOT, encoding: 'utf8' },
     );
   const refused = run('--set', dir);
   t.equal(refused.status, 2);
