@@ -427,14 +427,15 @@ async function measure(source: LabelledCase[], set: Loaded | null): Promise<void
       `Quality on public data: ${set.set.title}, ${set.file.split} (\`npm run bench:quality -- --set ${set.arg}\`)`,
       [
         `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command} -- --set ${set.arg} --items ${cases.length}\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}; methods ${methods.join(', ')}.`,
-        `Set: ${set.set.title} (${set.set.citation}), ${set.file.split} split: ${set.file.name}, sha256 ${set.sha256}, from ${set.file.source}. ${cases.length} of its ${set.total} items, the first by sha256 of \`${set.set.name}:<place in the file>\` (bench/lib/public-sets/load.ts), one question each. Models: ${modelsLine}.`,
+        `Set: ${set.set.title}, ${set.file.split} split (${set.set.citation}): ${set.file.name}, sha256 ${set.sha256}, from ${set.file.source}. ${cases.length} of its ${set.total} items, the first by sha256 of \`${set.set.name}:<place in the file>\` (bench/lib/public-sets/load.ts), one question each. Models: ${modelsLine}.`,
         '',
         ...table,
         '',
         `![Reliability diagram of ${first?.model ?? ''}, ${first?.method ?? ''}](out/quality-reliability${suffix}.svg)`,
         '',
-        ...readoutTable,
-        '',
+        ...(scoreReadouts.length > 0
+          ? ['Score readouts: share of score questions within 0.5 of the true level, by how the score is read.', '', ...readoutTable, '']
+          : []),
         `The columns are those of the "Quality" section. Raw figures: bench/out/quality${suffix}.json; per-question answers: bench/out/quality-samples${suffix}*.jsonl.`,
       ].join('\n'),
     );

@@ -214,7 +214,7 @@ async function measure(qs: Question[], set: Loaded | null): Promise<void> {
       `Score readouts on public data: ${set.set.title}, ${set.file.split} (\`npm run bench:score-readouts -- --set ${set.arg}\`)`,
       [
         `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`npm run bench:score-readouts -- --set ${set.arg} --items ${set.cases.length}\` ${how}.`,
-        `Set: ${set.set.title} (${set.set.citation}), ${set.file.split} split: ${set.file.name}, sha256 ${set.sha256}, from ${set.file.source}. The ${qs.length} score questions of ${set.cases.length} of its ${set.total} items, the first by sha256 of \`${set.set.name}:<place in the file>\` (bench/lib/public-sets/load.ts), each decided alone with a cold prefix cache.`,
+        `Set: ${set.set.title}, ${set.file.split} split (${set.set.citation}): ${set.file.name}, sha256 ${set.sha256}, from ${set.file.source}. The ${qs.length} score questions of ${set.cases.length} of its ${set.total} items, the first by sha256 of \`${set.set.name}:<place in the file>\` (bench/lib/public-sets/load.ts), each decided alone with a cold prefix cache.`,
         '',
         ...table,
         '',
