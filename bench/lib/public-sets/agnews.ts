@@ -2,8 +2,8 @@
 // `"3","Title","Description"`, the class 1 to 4 (World, Sports, Business, Sci/Tech), quotes inside a
 // field doubled. The published text has two artefacts of its making: a backslash where the source
 // had a line break (`Carlyle Group,\which has`), which the bench reads as a space, and HTML
-// entities that lost their ampersand (`Google #39;s`, `#36;40`), which it leaves as they are, as
-// every published result on the set saw them.
+// entities that lost their ampersand (`Google #39;s`, `#36;40`), which it leaves as published:
+// undoing them means guessing at the spaces around them.
 import type { Item, PublicSet } from './set.js';
 
 const TOPICS = {
@@ -41,7 +41,7 @@ export function csvRows(text: string): string[][] {
   return rows.filter((r) => r.length > 1 || r[0] !== '');
 }
 
-const unbreak = (s: string) => s.replace(/\\/g, ' ').trim();
+const unbreak = (s: string) => s.replace(/ *\\+ */g, ' ').trim();
 
 export function readRows(text: string): Item[] {
   return csvRows(text).map((r, i) => {
