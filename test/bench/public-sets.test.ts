@@ -8,6 +8,7 @@ import t from 'tap';
 import { checkCases, truthIndex, type LabelledCase } from '../../bench/lib/cases.js';
 import { agnews, csvRows } from '../../bench/lib/public-sets/agnews.js';
 import { boolq } from '../../bench/lib/public-sets/boolq.js';
+import { detokenise } from '../../bench/lib/public-sets/ptb.js';
 import { SETS } from '../../bench/lib/public-sets/index.js';
 import { loadSet, openSet, Refusal, sample } from '../../bench/lib/public-sets/load.js';
 import type { PublicSet } from '../../bench/lib/public-sets/set.js';
@@ -23,6 +24,12 @@ const TREES = [
   "(3 (2 It) (4 (4 (2 's) (4 (3 (2 a) (4 (3 lovely) (2 film))))) (2 .)))",
   "(1 (2 (2 -LRB-) (2 (2 Næs) (2 -RRB-))) (1 (2 (2 does) (2 n't)) (1 (2 ``) (2 (2 work) (2 (2 '') (2 (2 writer\\/director) (2 ,)))))))",
 ].join('\n');
+
+t.test('PTB tokens back to prose: whole closing tokens join the word before, nothing else moves', async (t) => {
+  t.equal(detokenise("There 's ... tremendous energy -LRB- Grant 's -RRB- , does n't it ?".split(' ')), "There's... tremendous energy (Grant's), doesn't it?");
+  t.equal(detokenise('What is the full form of .com ?'.split(' ')), 'What is the full form of .com?', 'a token that only begins with a stop keeps its space');
+  t.equal(detokenise(['writer\\/director', '``', 'hi', "''"]), 'writer/director " hi "');
+});
 
 t.test('sst5: the root label is the level, the leaves the sentence, PTB escapes undone', async (t) => {
   const [first, second] = asCases(sst5, `${TREES}\n`);

@@ -1,28 +1,12 @@
 // The Stanford Sentiment Treebank's five-class sentences (SST-5), dev and train splits: the
-// treebank's PTB trees, one sentence a line, `(3 (2 It) (4 (4 (2 's) ...)))`, every node labelled 0 (very
-// negative) to 4 (very positive); the root's label is the sentence's.
+// treebank's PTB trees, one sentence a line, `(3 (2 It) (4 (4 (2 's) ...)))`, every node
+// labelled 0 (very negative) to 4 (very positive); the root's label is the sentence's.
+import { detokenise } from './ptb.js';
 import type { Item, PublicSet } from './set.js';
 
 const LEVELS = ['very negative', 'negative', 'neutral', 'positive', 'very positive'];
 const ROOT = /^\((\d) /;
 const LEAF = /\(\d ([^()\s]+)\)/g;
-const BRACKETS: Record<string, string> = { '-LRB-': '(', '-RRB-': ')', '-LSB-': '[', '-RSB-': ']', '-LCB-': '{', '-RCB-': '}' };
-const QUOTES: Record<string, string> = { '``': '"', "''": '"', '`': "'" };
-
-/**
- * The sentence a tree's leaves spell, undoing only what cannot be misread: the PTB escapes (brackets,
- * `\/` for a slash, `` and '' for ", ` for '), and the tokeniser's space before closing punctuation
- * and clitics ('s, n't) and after an opening bracket. Quotes keep their spaces: whether one opens
- * or closes is a guess.
- */
-export function detokenise(tokens: string[]): string {
-  return tokens
-    .map((t) => BRACKETS[t] ?? QUOTES[t] ?? t.replace(/\\([/*])/g, '$1'))
-    .join(' ')
-    .replace(/ ([,.;:!?%)\]}])/g, '$1')
-    .replace(/ (n't|'s|'re|'ve|'ll|'d|'m)(?= |$)/gi, '$1')
-    .replace(/([([{]) /g, '$1');
-}
 
 export function readTrees(text: string): Item[] {
   return text
