@@ -13,6 +13,7 @@ import { SETS } from '../../bench/lib/public-sets/index.js';
 import { loadSet, openSet, Refusal, sample } from '../../bench/lib/public-sets/load.js';
 import type { PublicSet } from '../../bench/lib/public-sets/set.js';
 import { sst5 } from '../../bench/lib/public-sets/sst5.js';
+import { trec } from '../../bench/lib/public-sets/trec.js';
 import { validateSystemOneRequest } from '../../src/api/schemas/systemone-validate.js';
 
 /** Items as cases, checked as the benches check them: each a valid request, each truth an option. */
@@ -81,6 +82,20 @@ t.test('agnews: quoted CSV, class 1-4 as the label, a backslash read as the line
   ]);
   t.throws(() => agnews.read('"5","t","d"'), /agnews row 1/);
   t.throws(() => agnews.read('"1","only a title"'), /agnews row 1/);
+});
+
+t.test('trec: the coarse class is the label, the question the state', async (t) => {
+  const cases = asCases(trec, 'DESC:manner How did serfdom develop in and then leave Russia ?\nABBR:exp What is the full form of .com ?\n');
+  t.same(
+    cases.map((c) => [c.state, c.truth.kind]),
+    [
+      ['How did serfdom develop in and then leave Russia?', 'description'],
+      ['What is the full form of .com?', 'abbreviation'],
+    ],
+  );
+  const [spec] = validateSystemOneRequest({ state: cases[0]!.state, questions: cases[0]!.questions }).questions;
+  t.equal(spec!.kind === 'choice' && spec!.options.length, 6);
+  t.throws(() => trec.read('XYZ:foo What ?'), /trec line 1/);
 });
 
 t.test('the sample: the same on every run, and a larger one begins with every smaller one', async (t) => {

@@ -4,5 +4,6 @@ import { agnews } from './agnews.js';
 import { boolq } from './boolq.js';
 import type { PublicSet } from './set.js';
 import { sst5 } from './sst5.js';
+import { trec } from './trec.js';
 
-export const SETS: readonly PublicSet[] = [sst5, boolq, agnews];
+export const SETS: readonly PublicSet[] = [sst5, boolq, agnews, trec];
