@@ -9,6 +9,9 @@
 // Writes bench/out/quality.json, bench/out/quality-samples*.jsonl (one per model and method, input
 // for `arbitra calibrate --file`), the reliability diagram bench/out/quality-reliability.svg and the quality section of
 // bench/RESULTS.md.
+// With `-- --set DIR` (repeatable, or comma-separated) a public set's sample takes the place of
+// cases.jsonl (`--items N`, default 200; bench/lib/public-sets says which sets and files): each set
+// writes the same files suffixed -public-<set> and its own section of bench/RESULTS.md.
 //
 // BENCH_MODELS   catalogue names, pulled models' names or hf: references, or GGUF paths, comma-separated (default: the default model)
 // BENCH_METHODS  plain, permute2, permute4, prior (default: all four)
@@ -33,6 +36,7 @@ import { modelFor } from '../src/config.js';
 import { CATALOGUE, DEFAULT_MODEL } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
 import { loadCases, reversedChoices, truthIndex, type LabelledCase } from './lib/cases.js';
+import { setsFromArgs, type Loaded } from './lib/public-sets/load.js';
 import { reliabilitySvg, type Panel } from './lib/reliability-svg.js';
 import { replaceSection } from './lib/results.js';
 import { eceFloor } from './lib/ece-floor.js';
@@ -302,8 +306,9 @@ function reliabilityPanels(rows: Row[]): Panel[] {
   );
 }
 
-async function main(): Promise<void> {
-  const cases = loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl'))
+/** Decides and reports one set: the project's own (`set` null) or a public set's sample. */
+async function measure(source: LabelledCase[], set: Loaded | null): Promise<void> {
+  const cases = source
     .map((c) =>
       types
         ? { ...c, questions: Object.fromEntries(Object.entries(c.questions).filter(([, q]) => types.includes(typeof q.type === 'string' ? q.type : 'noul'))) }
@@ -312,7 +317,9 @@ async function main(): Promise<void> {
     .filter((c) => Object.keys(c.questions).length > 0)
     .slice(0, limit);
   const questions = cases.reduce((n, c) => n + Object.keys(c.questions).length, 0);
-  log(`${cases.length} cases, ${questions} questions; methods ${methods.join(', ')}; layout ${layoutName} (${LAYOUT_VERSION}); ${threads} threads`);
+  log(
+    `${set ? `${set.set.name}: ` : ''}${cases.length} cases, ${questions} questions; methods ${methods.join(', ')}; layout ${layoutName} (${LAYOUT_VERSION}); ${threads} threads`,
+  );
   const started = new Date();
   const all: Record_[] = [];
   const timing: Record<string, Record<string, number[]>> = {};
@@ -339,7 +346,7 @@ async function main(): Promise<void> {
 
   const outDir = path.join(root, 'bench', 'out');
   fs.mkdirSync(outDir, { recursive: true });
-  const suffix = layoutName === 'served' ? '' : `-${layoutName}`;
+  const suffix = `${set ? `-public-${set.tag}` : ''}${layoutName === 'served' ? '' : `-${layoutName}`}`;
   fs.writeFileSync(
     path.join(outDir, `quality${suffix}.json`),
     JSON.stringify(
@@ -347,6 +354,7 @@ async function main(): Promise<void> {
         date: started.toISOString(),
         layout: layoutName,
         layoutVersion: LAYOUT_VERSION,
+        set: set && { name: set.set.name, file: set.file.name, split: set.file.split, sha256: set.sha256, items: set.total },
         methods,
         rows,
         scoreReadouts,
@@ -412,11 +420,33 @@ async function main(): Promise<void> {
       return e ? `${name} (${e.upstream})` : name;
     })
     .join('; ');
+  const command = `BENCH_MODELS=${[...new Set(all.map((r) => r.model))].join(',')}${process.env.BENCH_METHODS ? ` BENCH_METHODS=${methods.join(',')}` : ''} npm run bench:quality`;
+  if (set) {
+    replaceSection(
+      path.join(root, 'bench', 'RESULTS.md'),
+      `Quality on public data: ${set.set.title}, ${set.file.split} (\`npm run bench:quality -- --set ${set.arg}\`)`,
+      [
+        `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command} -- --set ${set.arg} --items ${cases.length}\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}; methods ${methods.join(', ')}.`,
+        `Set: ${set.set.title}, ${set.file.split} split (${set.set.citation}): ${set.file.name}, sha256 ${set.sha256}, from ${set.file.source}. ${cases.length} of its ${set.total} items, the first by sha256 of \`${set.set.name}:<place in the file>\` (bench/lib/public-sets/load.ts), one question each. Models: ${modelsLine}.`,
+        '',
+        ...table,
+        '',
+        `![Reliability diagram of ${first?.model ?? ''}, ${first?.method ?? ''}](out/quality-reliability${suffix}.svg)`,
+        '',
+        ...(scoreReadouts.length > 0
+          ? ['Score readouts: share of score questions within 0.5 of the true level, by how the score is read.', '', ...readoutTable, '']
+          : []),
+        `The columns are those of the "Quality" section. Raw figures: bench/out/quality${suffix}.json; per-question answers: bench/out/quality-samples${suffix}*.jsonl.`,
+      ].join('\n'),
+    );
+    log('bench/RESULTS.md updated');
+    return;
+  }
   replaceSection(
     path.join(root, 'bench', 'RESULTS.md'),
     'Quality (`npm run bench:quality`)',
     [
-      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`BENCH_MODELS=${[...new Set(all.map((r) => r.model))].join(',')}${process.env.BENCH_METHODS ? ` BENCH_METHODS=${methods.join(',')}` : ''} npm run bench:quality\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}.`,
+      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command}\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}.`,
       `Set: bench/quality/cases.jsonl, ${cases.length} cases, ${questions} questions. Models: ${modelsLine}.`,
       '',
       ...table,
@@ -440,6 +470,12 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
   log('bench/RESULTS.md updated');
+}
+
+async function main(): Promise<void> {
+  const sets = setsFromArgs(limit);
+  if (sets.length === 0) return measure(loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl')), null);
+  for (const set of sets) await measure(set.cases, set);
 }
 
 await main();

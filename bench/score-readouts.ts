@@ -8,6 +8,9 @@
 // other four fifths of the questions (held out), and as the mean of two readouts' distributions.
 // The served layout is the readout and temperature with the lowest held-out RPS.
 // Writes bench/out/score-readouts.json and the "Score readouts" section of bench/RESULTS.md.
+// With `-- --set DIR` (repeatable, or comma-separated; `--items N`, default 200) the score
+// questions of a public set's sample take the place of cases.jsonl's, written suffixed
+// -public-<set> and to a section of their own.
 //
 // BENCH_MODELS    a catalogue name, a pulled model's name or hf: reference, or a GGUF path (default: the default model)
 // BENCH_RUNS      readout/method pairs, comma-separated (default: every readout plain, letters also
@@ -27,7 +30,8 @@ import { createLocalEngine } from '../src/engine/local.js';
 import { modelFor } from '../src/config.js';
 import { DEFAULT_MODEL } from '../src/models/catalogue.js';
 import { packageRoot } from '../src/paths.js';
-import { loadCases, truthIndex } from './lib/cases.js';
+import { loadCases, truthIndex, type LabelledCase } from './lib/cases.js';
+import { setsFromArgs, type Loaded } from './lib/public-sets/load.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { fixed, mean, median, pct, signed } from './lib/stats.js';
 
@@ -65,8 +69,7 @@ interface Run {
 const hit = (p: number[], truth: number) => (Math.abs(expectation(p) - truth) <= 0.5 ? 1 : 0);
 const absError = (p: number[], truth: number) => Math.abs(expectation(p) - truth);
 
-function scoreQuestions(): Question[] {
-  const cases = loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl'));
+function scoreQuestions(cases: LabelledCase[]): Question[] {
   return cases
     .flatMap((c) =>
       Object.entries(c.questions)
@@ -146,12 +149,12 @@ function rowOf(name: string, method: Method, ps: number[][], truths: number[], b
   };
 }
 
-async function main(): Promise<void> {
+/** Measures the readouts on one set's score questions: the project's own (`set` null) or a public set's sample. */
+async function measure(qs: Question[], set: Loaded | null): Promise<void> {
   const name = process.env.BENCH_MODELS ?? DEFAULT_MODEL.name;
   const file = modelFor(name).model; // a catalogue name, a pulled model's name or hf: reference, a path
-  const qs = scoreQuestions();
   const truths = qs.map((q) => q.truth);
-  log(`${qs.length} score questions; runs ${planned.map((r) => `${r.readout}/${r.method}`).join(', ')}; ${threads} threads`);
+  log(`${set ? `${set.set.name}: ` : ''}${qs.length} score questions; runs ${planned.map((r) => `${r.readout}/${r.method}`).join(', ')}; ${threads} threads`);
   const started = new Date();
   const runs: Run[] = [];
   for (const { readout, method } of planned) {
@@ -190,10 +193,11 @@ async function main(): Promise<void> {
     ])
     .sort((a, b) => a.rps - b.rps)[0]!;
   log(`lowest held-out RPS: ${best.name} (${best.rps.toFixed(4)})`);
-  writeRawResult('score-readouts', {
+  writeRawResult(`score-readouts${set ? `-public-${set.tag}` : ''}`, {
     date: started.toISOString(),
     model: name,
     layoutVersion: LAYOUT_VERSION,
+    set: set && { name: set.set.name, file: set.file.name, split: set.file.split, sha256: set.sha256, items: set.total },
     questions: qs.map((q) => q.id),
     truths,
     runs,
@@ -203,11 +207,28 @@ async function main(): Promise<void> {
     log('not written to RESULTS.md: only full runs are');
     return;
   }
+  const how = `on ${os.cpus().length} cores (${threads} engine threads), model ${name}, layout ${LAYOUT_VERSION} but for the readout`;
+  if (set) {
+    replaceSection(
+      path.join(root, 'bench', 'RESULTS.md'),
+      `Score readouts on public data: ${set.set.title}, ${set.file.split} (\`npm run bench:score-readouts -- --set ${set.arg}\`)`,
+      [
+        `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`npm run bench:score-readouts -- --set ${set.arg} --items ${set.cases.length}\` ${how}.`,
+        `Set: ${set.set.title}, ${set.file.split} split (${set.set.citation}): ${set.file.name}, sha256 ${set.sha256}, from ${set.file.source}. The ${qs.length} score questions of ${set.cases.length} of its ${set.total} items, the first by sha256 of \`${set.set.name}:<place in the file>\` (bench/lib/public-sets/load.ts), each decided alone with a cold prefix cache.`,
+        '',
+        ...table,
+        '',
+        `Lowest held-out RPS: **${best.name}** (${best.rps.toFixed(4)}). The columns are those of the "Score readouts" section.`,
+      ].join('\n'),
+    );
+    log('bench/RESULTS.md updated');
+    return;
+  }
   replaceSection(
     path.join(root, 'bench', 'RESULTS.md'),
     'Score readouts (`npm run bench:score-readouts`)',
     [
-      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`npm run bench:score-readouts\` on ${os.cpus().length} cores (${threads} engine threads), model ${name}, layout ${LAYOUT_VERSION} but for the readout.`,
+      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`npm run bench:score-readouts\` ${how}.`,
       `Set: the ${qs.length} score questions of bench/quality/cases.jsonl (2 to 10 levels), each decided alone with a cold prefix cache.`,
       '',
       ...table,
@@ -223,6 +244,17 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
   log('bench/RESULTS.md updated');
+}
+
+async function main(): Promise<void> {
+  const sets = setsFromArgs(limit);
+  if (sets.length === 0) return measure(scoreQuestions(loadCases(path.join(root, 'bench', 'quality', 'cases.jsonl'))), null);
+  const empty = sets.find((set) => scoreQuestions(set.cases).length === 0);
+  if (empty) {
+    process.stderr.write(`${empty.arg} has no score questions: bench:score-readouts reads only those\n`);
+    process.exit(2);
+  }
+  for (const set of sets) await measure(scoreQuestions(set.cases), set);
 }
 
 await main();

@@ -1,5 +1,6 @@
-// The labelled decision set of bench/quality/cases.jsonl: loading, checking, and the true option
-// of each question as an index into the options the decision layer normalised.
+// The labelled decision sets, bench/quality/cases.jsonl and the public sets' samples: loading,
+// checking, and the true option of each question as an index into the options the decision layer
+// normalised.
 import fs from 'node:fs';
 import { validateSystemOneRequest } from '../../src/api/schemas/systemone-validate.js';
 import type { QuestionSpec } from '../../src/decision/kinds/index.js';
@@ -34,11 +35,17 @@ export function truthIndex(spec: QuestionSpec, truth: Truth): number {
 
 /** Every case, checked: the questions validate as an API request and every truth names an option. */
 export function loadCases(file: string): LabelledCase[] {
-  const cases = fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as LabelledCase);
+  return checkCases(
+    fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as LabelledCase),
+  );
+}
+
+/** The cases, unchanged, once each has a unique id, questions that validate and a truth naming an option. */
+export function checkCases(cases: LabelledCase[]): LabelledCase[] {
   const ids = new Set<string>();
   for (const c of cases) {
     if (ids.has(c.id)) throw new Error(`duplicate case id ${c.id}`);
