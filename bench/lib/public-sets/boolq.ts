@@ -37,14 +37,16 @@ export const boolq: PublicSet = {
     {
       name: 'dev.jsonl',
       split: 'dev',
-      source: 'storage.googleapis.com/boolq/dev.jsonl (github.com/google-research-datasets/boolean-questions links it)',
+      source:
+        'storage.googleapis.com/boolq/dev.jsonl (github.com/google-research-datasets/boolean-questions links it; a copy with these bytes: github.com/d-eremeev/BoolQ-Question-Answering, data/dev.jsonl)',
       sha256: 'ebc29ea3808c5c611672384b3de56e83349fe38fc1fe876fd29b674d81d0a80a',
       bytes: 2238726,
     },
     {
       name: 'train.jsonl',
       split: 'train',
-      source: 'storage.googleapis.com/boolq/train.jsonl (github.com/google-research-datasets/boolean-questions links it)',
+      source:
+        'storage.googleapis.com/boolq/train.jsonl (github.com/google-research-datasets/boolean-questions links it; github.com/d-eremeev/BoolQ-Question-Answering, data/train.jsonl, git blob abcf2e3d, is a copy)',
       sha256: null,
       bytes: null,
     },

@@ -32,14 +32,16 @@ export const sst5: PublicSet = {
     {
       name: 'dev.txt',
       split: 'dev',
-      source: 'nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip, member trees/dev.txt',
+      source:
+        'nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip, member trees/dev.txt (copies with these bytes: github.com/aykutfirat/pyTorchTree and github.com/weizhenzhao/cs224d_problem_set3, trees/dev.txt, git blob bbc5d066)',
       sha256: '0e9336aed6e4730e19f58d00a77b3f0297efdb755f7b5e598c98a05e3f97ea40',
       bytes: 280825,
     },
     {
       name: 'train.txt',
       split: 'train',
-      source: 'nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip, member trees/train.txt',
+      source:
+        'nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip, member trees/train.txt (a copy with these bytes: github.com/aykutfirat/pyTorchTree, trees/train.txt)',
       sha256: 'e2f3f41b0b1e6d4dddc0effe3bfc2d27ed8928079aa9a03d652311614fc5feb7',
       bytes: 2160058,
     },

@@ -42,7 +42,8 @@ export const trec: PublicSet = {
     {
       name: 'train_5500.label',
       split: 'train',
-      source: 'cogcomp.seas.upenn.edu/Data/QA/QC/train_5500.label',
+      source:
+        'cogcomp.seas.upenn.edu/Data/QA/QC/train_5500.label (md5 073462e3…, the one torchtext checks; a copy with these bytes: github.com/brmson/question-classification, data/train_5500.label)',
       sha256: '9e4c8bdcaffb96ed61041bd64b564183d52793a8e91d84fc3a8646885f466ec3',
       bytes: 335858,
     },
