@@ -1,7 +1,7 @@
 // The browser console in a real headless Chromium against a real `arbitra serve` (test model, LMDB):
-// sign-in, keys, the playground's probability bars, usage, revocation, engines; the session's
-// cookie and CSRF defences; text that looks like markup staying text; and the page's CSP holding,
-// with every page screenshotted into screenshots/console/ for a reviewer.
+// sign-in, keys, the playground's probability bars, usage, revocation, engines and the model's
+// figures; the session's cookie and CSRF defences; text that looks like markup staying text; and
+// the page's CSP holding, with every page screenshotted into screenshots/console/ for a reviewer.
 import t from 'tap';
 import type { Browser, Page } from 'puppeteer-core';
 import { cannotRun, CONSOLE_TOKEN, startServer, type Server } from '../integration/helpers/server.js';
@@ -305,6 +305,12 @@ t.test('the browser console', { skip: cannotRun }, async (t) => {
     t.match(await text(page, '#engines-table .engine-deterministic'), /yes, checked at load/, "the engine's determinism check is shown");
     t.equal(await text(page, '#engines-table .engine-kernels'), 'exact');
     t.match(await waitText(page, '#model-facts', /gemma/), /Q4_K_M|q4_k_m/i);
+    // The test model has no labelled figures: the page says so and how to get them, and shows no figure.
+    t.match(
+      await waitText(page, '#model-facts [data-fact="quality"]', /labelled/),
+      /^no labelled figures ship for this model file; fit one with `arbitra calibrate`$/,
+      'why no overconfidence is shown',
+    );
     await page.waitForFunction(() => /\d/.test((document.querySelector('#metric-queue-depth') as HTMLElement)?.innerText ?? ''));
     t.match(await text(page, '#metric-restarts'), /^\d+$/);
     await screenshot(page, '07-engines');

@@ -6,7 +6,10 @@ import t, { type Test } from 'tap';
 import fs from 'node:fs';
 import { apiRoutes, buildRoutes, createApp, createAppDeps } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { EngineError, promptCapacity, type EngineService } from '../../src/engine/types.js';
+import { presetCalibration } from '../../src/decision/calibration-presets.js';
+import { LAYOUT_VERSION } from '../../src/decision/prompt.js';
+import { NO_PRESET } from '../../src/decision/served-quality.js';
+import { EngineError, promptCapacity, type EngineInfo, type EngineService } from '../../src/engine/types.js';
 import { startHttpServer } from '../../src/http/server.js';
 import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
@@ -51,6 +54,7 @@ t.test('while the model loads', async (t) => {
   t.ok(health.headers.get('retry-after'));
   const h = await health.json();
   t.match(h, { status: 'loading', api_version: '2026-10-12', model: { id: DEFAULT_MODEL.name, loaded: false }, workers: 3, http: 'uws' });
+  t.equal(h.model.quality, null, "no figures until the model file's checksum is known");
   t.type(h.uptime_s, 'number');
 
   const anon = await fetch(`${base}/v1/models`);
@@ -67,6 +71,25 @@ t.test('while the model loads', async (t) => {
   t.equal(deps.models.resolve('fast'), DEFAULT_MODEL.name);
   t.equal(deps.models.resolve('gpt-4'), null);
   t.match(deps.models.unknown('gpt-4'), { status: 404, code: 'not_found', context: { available_models: deps.models.names } });
+});
+
+t.test("/health's model.quality: the default model's shipped figures, as read under --calibration off", async (t) => {
+  const ready = { ...loading, info: async () => ({ sha256: DEFAULT_MODEL.sha256 }) as EngineInfo };
+  const { base } = await serve(t, ready, () => 'ready');
+  const h = await (await fetch(`${base}/health`)).json();
+  const preset = presetCalibration(DEFAULT_MODEL.sha256, LAYOUT_VERSION)!;
+  const noul = preset.reports.find((r) => r.kind === 'noul')!.before;
+  t.match(h.model.quality, {
+    layout: LAYOUT_VERSION,
+    version: preset.version,
+    source: preset.source,
+    calibration: 'off',
+    types: {
+      noul: { n: noul.n, overconfidence: noul.overconfidence, ece: noul.ece, accuracy: noul.accuracy, calibrated: false },
+      choice: { calibrated: false },
+      score: { calibrated: false },
+    },
+  });
 });
 
 t.test('/metrics counts requests by route, method and status', async (t) => {
@@ -115,7 +138,7 @@ t.test('with the real model loaded', { skip: !fs.existsSync(modelFile) && 'the t
   const { base, secret } = await serve(t, engine, () => 'ready');
   const health = await fetch(`${base}/health`);
   t.equal(health.status, 200);
-  t.match(await health.json(), { status: 'ok', model: { id: DEFAULT_MODEL.name, loaded: true } });
+  t.match(await health.json(), { status: 'ok', model: { id: DEFAULT_MODEL.name, loaded: true, quality: { unavailable: NO_PRESET } } });
   const res = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
   t.equal(res.status, 200);
   const body = await res.json();

@@ -9,7 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { ChoiceAnswer } from '../../src/api/schemas/systemone.js';
+import { presetCalibration } from '../../src/decision/calibration-presets.js';
 import { LAYOUT_VERSION } from '../../src/decision/prompt.js';
+import { NO_FIT, NO_PRESET } from '../../src/decision/served-quality.js';
 import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
 import { DEFAULT_MODEL_FILE } from '../helpers/models.js';
 import { modelChecksum } from '../../src/models/checksum.js';
@@ -54,6 +56,8 @@ if (cannotRun) {
     t.equal(r.status, 200, r.text);
     t.match(r.json.meta, { calibration: 'none', calibration_version: null });
     t.equal(r.json.answers.team.confidence_band, null);
+    const health = await server.call('/health');
+    t.same(health.json.model.quality, { unavailable: NO_FIT }, '/health says no figures describe what is served, and why');
   });
 
   t.test('traces of retained decisions → arbitra calibrate → the running server applies it', async (t) => {
@@ -89,6 +93,19 @@ if (cannotRun) {
     t.not(answer.probabilities[answer.choice], answer.raw_probabilities![answer.choice], 'probabilities are calibrated');
     t.ok(Math.max(...Object.values(answer.probabilities)) < Math.max(...Object.values(answer.raw_probabilities!)), 'the fit softens an overconfident model');
     t.equal(answer.choice, Object.entries(answer.raw_probabilities!).sort((a, b) => b[1] - a[1])[0]![0], 'temperature scaling keeps the choice');
+
+    const health = await server.call('/health');
+    t.match(
+      health.json.model.quality,
+      {
+        layout: LAYOUT_VERSION,
+        version,
+        calibration: 'fitted',
+        source: /^traces joined with retained requests, fitted \d{4}-\d\d-\d\dT[\d:.]+Z$/, // not where the store lives
+        types: { choice: { n: 60, overconfidence: Number, ece: Number, accuracy: Number, calibrated: true } },
+      },
+      "/health gives the new fit's held-out figures",
+    );
   });
 
   t.test('a JSONL file of answers and truths is a source too, and a new version follows', async (t) => {
@@ -159,6 +176,23 @@ if (cannotRun) {
         new RegExp(`calibration: preset ${LAYOUT_VERSION}\\.\\w+\\.preset \\(noul platt, choice temperature; other types as read\\)`),
         'the operator is told at start-up',
       );
+      const preset = presetCalibration(DEFAULT_MODEL.sha256, LAYOUT_VERSION)!;
+      const figures = (kind: string, which: 'before' | 'after') => {
+        const m = preset.reports.find((r) => r.kind === kind)![which]!;
+        return { n: m.n, overconfidence: m.overconfidence, ece: m.ece, accuracy: m.accuracy, calibrated: which === 'after' };
+      };
+      const health = await presetServer.call('/health');
+      t.same(
+        health.json.model.quality,
+        {
+          layout: LAYOUT_VERSION,
+          version: preset.version,
+          source: preset.source,
+          calibration: 'preset',
+          types: { noul: figures('noul', 'after'), choice: figures('choice', 'after'), score: figures('score', 'before') },
+        },
+        "/health gives the preset's held-out figures of what is served: its maps' for noul and choice, score as read",
+      );
     },
   );
 
@@ -175,5 +209,6 @@ if (cannotRun) {
       /calibration: no preset ships for this model file .* under layout L\d+; answers are uncalibrated/,
       'the operator is told at start-up',
     );
+    t.same((await presetServer.call('/health')).json.model.quality, { unavailable: NO_PRESET }, '/health says why it has no figures');
   });
 }

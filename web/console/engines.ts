@@ -1,8 +1,9 @@
-// The engines page: the model, the server's health, its engines, and three live numbers from
-// /metrics, refreshed every 5 s while the page is shown.
+// The engines page: the model and how overconfident its served probabilities are per question type,
+// the server's health, its engines, and three live numbers from /metrics, refreshed every 5 s while
+// the page is shown.
 import { consoleApi, describeError, isRecord, messageOf, send } from './api.js';
 import { h, scrolling } from './dom.js';
-import { date, duration } from './format.js';
+import { date, duration, signed } from './format.js';
 import { parseMetrics, sumOf } from './metrics-text.js';
 import type { Page } from './page.js';
 import type { Health, ModelFacts } from './wire.js';
@@ -17,6 +18,28 @@ function determinism(engine: Health['engines'][number]): string {
   if (engine.deterministic === null) return 'not checked';
   if (engine.deterministic) return 'yes, checked at load';
   return `no: moved by up to ${(engine.max_difference ?? 0).toFixed(3)} nats`;
+}
+
+const TYPES = ['noul', 'choice', 'score'] as const;
+
+/**
+ * /health's model.quality: per type, how far the served probabilities' confidence is from their hit
+ * rate on held-out labelled data (> 0 claims too much), as read or through the calibration, and the
+ * data it was read from; where no figures describe the served model, only why.
+ */
+function quality(q: Health['model']['quality'] | undefined): Node[] {
+  if (!q) return [document.createTextNode(DASH)];
+  if ('unavailable' in q) return [h('span', { class: 'quality-unavailable' }, q.unavailable)];
+  const lines = TYPES.flatMap((kind) => {
+    const f = q.types[kind];
+    if (!f) return [];
+    const how = f.calibrated ? 'calibrated' : 'as read';
+    return [h('span', { class: 'quality-line', 'data-type': kind }, `${kind}: ${signed(f.overconfidence)} (${how}; ECE ${f.ece.toFixed(3)}, n ${f.n})`)];
+  });
+  return [
+    ...lines,
+    h('span', { class: 'quality-source muted' }, `mean top probability minus the share right (> 0 claims too much), held out on ${q.source} (${q.version})`),
+  ];
 }
 
 export function enginesPage(): Page {
@@ -59,6 +82,8 @@ export function enginesPage(): Page {
     const m = model;
     facts.replaceChildren(
       ...item('Model', 'id', m?.id ?? DASH),
+      h('dt', null, 'Overconfidence'),
+      h('dd', { 'data-fact': 'quality', class: 'quality' }, ...quality(health?.model.quality)),
       ...item('Aliases', 'aliases', m ? (m.aliases.length > 0 ? m.aliases.join(', ') : 'none') : DASH),
       ...item('Description', 'description', m?.description || DASH),
       ...item('Architecture', 'architecture', m?.architecture || DASH),

@@ -16,6 +16,13 @@ export function percent(p: number): string {
   return `${(p * 100).toFixed(1)}%`;
 }
 
+/** "+0.016", "-0.025": a difference whose sign is the point, at `digits` decimals. */
+export function signed(x: number, digits = 3): string {
+  const size = Math.abs(x).toFixed(digits);
+  if (Number(size) === 0) return size;
+  return `${x > 0 ? '+' : '-'}${size}`;
+}
+
 export function duration(seconds: number): string {
   const s = Math.floor(seconds);
   if (s < 60) return `${s} s`;

@@ -8,20 +8,33 @@
 // database is down for every node, all of them answer 503 here and each request gets our own 503
 // with Retry-After; the node takes traffic back by itself once the store answers again.
 import { API_VERSION } from '../render.js';
+import type { CalibrationMode, CalibrationRecord } from '../../decision/calibration.js';
+import { presetCalibration } from '../../decision/calibration-presets.js';
+import { LAYOUT_VERSION } from '../../decision/prompt.js';
+import type { ServedQuality } from '../../decision/schema/quality.js';
+import { servedQuality } from '../../decision/served-quality.js';
 import { serviceStatus, type EngineState } from '../../engine/ipc.js';
+import type { EngineService } from '../../engine/types.js';
 import type { Route } from '../route.js';
 import { HealthResponse, type HttpFront } from '../schemas/health.js';
 import type { Store } from '../../store/types.js';
 
-/** How long one answer of the store's ping is reused, so a flood of /health costs the database little. */
-const PING_REUSE_MS = 1_000;
+/** How long one answer of the store (its ping, the newest fit) is reused, so a flood of /health costs the database little. */
+const REUSE_MS = 1_000;
 /** /health answers within this even when the store does not (the store's own bounds are longer). */
-const PING_WAIT_MS = 2_000;
+const WAIT_MS = 2_000;
+
+/** What /health says under --calibration fitted when the newest fit could not be read in time. */
+const FIT_UNREAD = 'the newest fit was not read in time: the engine or the store did not answer';
 
 export interface HealthRouteDeps {
   modelId: string;
   engines: () => EngineState[];
-  store: Pick<Store, 'ping'>;
+  /** Asked for the served model file's checksum, once an engine is ready. */
+  engine: Pick<EngineService, 'info'>;
+  /** Which calibration answers are served with (--calibration), for model.quality. */
+  calibration: CalibrationMode;
+  store: Pick<Store, 'ping' | 'calibrations'>;
   workers: number;
   httpFront: () => HttpFront;
   /** Date.now() at process start. */
@@ -29,29 +42,46 @@ export interface HealthRouteDeps {
 }
 
 /**
- * The store's reachability, asked at most once per PING_REUSE_MS and never while a ping is still
- * out (a hung database must not fill the pool with pings), and waited for at most PING_WAIT_MS.
+ * An answer asked at most once per REUSE_MS and never while the last ask is still out (a hung
+ * database must not fill the pool with pings), and waited for at most WAIT_MS: `failed` after that,
+ * or when the ask fails.
  */
-function storeProbe(store: Pick<Store, 'ping'>): () => Promise<boolean> {
-  let last: { at: number; ok: Promise<boolean> } | null = null;
-  let pinging = false;
+function reused<T>(ask: () => Promise<T>, failed: T): () => Promise<T> {
+  let last: { at: number; answer: Promise<T> } | null = null;
+  let asking = false;
   return () => {
-    if (last && (pinging || Date.now() - last.at < PING_REUSE_MS)) return last.ok;
-    pinging = true;
-    const ping = store
-      .ping()
-      .then(
-        () => true,
-        () => false,
-      )
-      .finally(() => (pinging = false));
+    if (last && (asking || Date.now() - last.at < REUSE_MS)) return last.answer;
+    asking = true;
+    const asked = ask()
+      .catch(() => failed)
+      .finally(() => (asking = false));
     let timer: NodeJS.Timeout | undefined;
-    const ok = Promise.race([ping, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PING_WAIT_MS)))]).finally(() =>
-      clearTimeout(timer),
-    );
-    last = { at: Date.now(), ok };
-    return ok;
+    const answer = Promise.race([asked, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(failed), WAIT_MS)))]).finally(() => clearTimeout(timer));
+    last = { at: Date.now(), answer };
+    return answer;
   };
+}
+
+/** The store's reachability. */
+function storeProbe(store: Pick<Store, 'ping'>): () => Promise<boolean> {
+  return reused(() => store.ping().then(() => true), false);
+}
+
+/**
+ * model.quality: the figures of what is served, for the model file an engine has loaded (null
+ * while none has); under --calibration fitted, the newest fit is read from the store.
+ */
+function qualityProbe(deps: Pick<HealthRouteDeps, 'engine' | 'calibration' | 'store'>): () => Promise<ServedQuality> {
+  return reused<ServedQuality>(
+    async () => {
+      const info = await deps.engine.info().catch(() => null);
+      if (!info) return null;
+      const preset = presetCalibration(info.sha256, LAYOUT_VERSION);
+      const fitted = deps.calibration === 'fitted' ? await deps.store.calibrations.latest<CalibrationRecord>(info.sha256, LAYOUT_VERSION) : null;
+      return servedQuality(deps.calibration, { preset, fitted });
+    },
+    deps.calibration === 'fitted' ? { unavailable: FIT_UNREAD } : null,
+  );
 }
 
 /**
@@ -82,6 +112,7 @@ function engineHealth({ determinism, message, ...state }: EngineState) {
 
 export function healthRoutes(deps: HealthRouteDeps): Route[] {
   const storeReachable = storeProbe(deps.store);
+  const quality = qualityProbe(deps);
   return [
     {
       method: 'GET',
@@ -92,7 +123,7 @@ export function healthRoutes(deps: HealthRouteDeps): Route[] {
       async handler() {
         const engines = deps.engines();
         const engine = serviceStatus(engines);
-        const store = await storeReachable();
+        const [store, served] = await Promise.all([storeReachable(), engine === 'ready' ? quality() : null]);
         const status = !store ? 'down' : engine === 'ready' ? 'ok' : engine;
         return {
           status: status === 'ok' ? 200 : 503,
@@ -100,7 +131,7 @@ export function healthRoutes(deps: HealthRouteDeps): Route[] {
           body: {
             status,
             api_version: API_VERSION,
-            model: { id: deps.modelId, loaded: engine === 'ready' },
+            model: { id: deps.modelId, loaded: engine === 'ready', quality: served },
             workers: deps.workers,
             uptime_s: Math.floor((Date.now() - deps.startedAt) / 1000),
             http: deps.httpFront().implementation,

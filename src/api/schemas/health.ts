@@ -1,5 +1,6 @@
 // GET /health's answer, which the browser console reads too.
 import { Type, type Static } from '@sinclair/typebox';
+import { ServedQuality } from '../../decision/schema/quality.js';
 import { ALSO_STATUSES } from './common.js';
 
 /** The HTTP front that serves, and where its code came from (docs/security.md records what is known of it). */
@@ -16,7 +17,7 @@ export const HealthResponse = Type.Object(
   {
     status: Type.Union([Type.Literal('ok'), Type.Literal('loading'), Type.Literal('down')]),
     api_version: Type.String(),
-    model: Type.Object({ id: Type.String(), loaded: Type.Boolean() }),
+    model: Type.Object({ id: Type.String(), loaded: Type.Boolean(), quality: ServedQuality }),
     workers: Type.Integer({ description: 'HTTP worker processes (0: a single process serves everything)' }),
     uptime_s: Type.Integer(),
     http: Type.Union([Type.Literal('uws'), Type.Literal('node')]),
