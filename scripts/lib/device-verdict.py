@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""The device call's verdict (scripts/gpu-bench.sh): are the exact kernels deterministic there?
+
+Reads what the call wrote: the scorer bench's JSONL (every arbitra-scorer-bench run appends one
+"setup" record, then one record per measurement) and the op test's text output. Prints one line on
+stdout and exits with its status:
+
+  deterministic                             0: every judged column is 0 and every required op test ok
+  NOT deterministic: <column> <difference>  1: the first judged column that is not 0, with its layout
+  NOT deterministic: op test <case>         1: the first required op test that reads "not ok"
+  NO VERDICT: <why>                         2: no difference, but the evidence is incomplete
+
+A difference decides even when other evidence is missing; NO VERDICT only when none was found.
+Lines on stderr say what was read: every determinism column, judged or reported, and each op test
+backend's results.
+
+What is judged (native/tools/scorer_bench.cc and native/tests/op_invariance_test.cc are the
+sources):
+- Scorer bench: a run's records follow its {"bench":"setup",...} record, whose "kernels" ("exact"
+  or "fast"), "layout" ("shared" or "copied"), "kv_gather", "gpu_layers" and "gpus" say what ran.
+  Its {"bench":"determinism","layout":...,"compare":<column>,"max_abs_diff":<n or null>,...}
+  records are the columns (cold_vs_cached, alone_vs_batched, alone_vs_batched_cached,
+  cold_vs_head_cached, copied_vs_shared); "max_abs_diff" is the largest log-prob difference in
+  nats, null when it was not finite (a NaN), and an "error" key means the probe was not scored.
+  Judged: every determinism run (one that wrote determinism records) with exact kernels, except a
+  shared-pool run on a GPU (gpu_layers > 0 and a GPU named in "gpus") with its gather off: the
+  exact kernels turn the gather on there by themselves, and the call runs it off only to show what
+  the gather changes. An exact column must be 0, bit for bit. Fast kernels' columns (and that
+  gather-off run) are reported, never judged. Both layouts need a judged run, and every judged run
+  all five columns without an error. The setup record does not say which measurements a run was
+  asked for, so a run that wrote nothing after it (killed at once) is reported, not counted
+  missing: its step's failure is what makes the call's status non-zero.
+- Op test: "# backend <name>" starts a backend's section, with " (reported, not required)"
+  appended when its results are only reported; "ok <case>" / "not ok <case>" is a case's result,
+  "  FAIL <case>: <what>" one failed check under it; "<n> failure(s)" closes the output with the
+  required backends' failures. Required: the sections without that mark, which is the CPU
+  backend with its batch-invariant kernels (the promise's reference; a GPU backend's sections are
+  reported, since some cases hold properties only the CPU kernel has). The output must be
+  complete (its closing line) and have a required section.
+"""
+
+import argparse
+import json
+import re
+import sys
+
+COLUMNS = ("cold_vs_cached", "alone_vs_batched", "alone_vs_batched_cached", "cold_vs_head_cached", "copied_vs_shared")
+LAYOUTS = ("shared", "copied")
+
+BACKEND = re.compile(r"^# backend (.+?)( \(reported, not required\))?$")
+RESULT = re.compile(r"^(not ok|ok) (.+)$")
+CLOSING = re.compile(r"^(\d+) failure\(s\)$")
+
+
+def number(x):
+    """A difference as the bench prints it (%.6g); null is the bench's word for not finite."""
+    return "inf or NaN" if x is None else "%.6g" % x
+
+
+class Run:
+    """One scorer bench run: its setup record and the determinism columns that followed it."""
+
+    def __init__(self, setup, line):
+        self.setup = setup
+        self.line = line
+        self.layout = setup.get("layout", "?")
+        self.kernels = setup.get("kernels", "?")
+        self.columns = []  # (compare, record) in file order
+        self.others = 0  # records of other measurements (prefill, decisions, memory)
+        on_gpu = (setup.get("gpu_layers") or 0) > 0 and bool(setup.get("gpus"))
+        self.gpu_without_gather = self.layout == "shared" and on_gpu and setup.get("kv_gather") is False
+        self.exact = self.kernels == "exact" and not self.gpu_without_gather
+
+    @property
+    def judged(self):
+        """Exact kernels on the path they promise, and a determinism run: it wrote such records."""
+        return self.exact and bool(self.columns)
+
+    def name(self):
+        gather = "" if self.layout != "shared" else ", gather on" if self.setup.get("kv_gather") else ", gather off"
+        return "%s layout, %s kernels%s (setup on line %d)" % (self.layout, self.kernels, gather, self.line)
+
+
+def read_scorer(path, notes):
+    """The runs in a scorer bench JSONL file, or None when the file cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        notes.append("cannot read %s: %s" % (path, e.strerror))
+        return None
+    runs = []
+    for n, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except ValueError:
+            notes.append("%s line %d is not JSON: %s" % (path, n, text[:80]))
+            continue
+        if not isinstance(record, dict):
+            continue
+        if record.get("bench") == "setup":
+            runs.append(Run(record, n))
+        elif record.get("bench") == "determinism":
+            if not runs:
+                notes.append("%s line %d: a determinism record before any setup record" % (path, n))
+                continue
+            runs[-1].columns.append((record.get("compare", "?"), record))
+        elif runs:
+            runs[-1].others += 1
+    return runs
+
+
+def judge_scorer(runs, differences, gaps, report):
+    for run in runs:
+        if run.kernels == "exact" and run.gpu_without_gather:
+            why = " (reported: the exact kernels' GPU path gathers the shared pool)"
+        else:
+            why = "" if run.judged else " (reported)"
+        shown = []
+        for compare, record in run.columns:
+            diff = record.get("max_abs_diff")
+            error = record.get("error")
+            shown.append("%s %s" % (compare, "error: %s" % error if error else number(diff) if isinstance(diff, (int, float, type(None))) else repr(diff)))
+            if not run.judged:
+                continue
+            if error:
+                gaps.append("%s %s: %s" % (run.layout, compare, error))
+            elif "max_abs_diff" not in record or isinstance(diff, bool) or not isinstance(diff, (int, float, type(None))):
+                gaps.append("%s %s: no max_abs_diff" % (run.layout, compare))
+            elif diff is None or diff != 0:
+                differences.append("%s %s (%s layout, exact kernels)" % (compare, number(diff), run.layout))
+        if run.columns:
+            report.append("%s%s: %s" % (run.name(), why, ", ".join(shown)))
+        elif not run.others:
+            # A determinism run killed before its records, or another measurement's: the setup
+            # record does not say which. The step's time-out makes the call's status non-zero.
+            report.append("%s: nothing after its setup record (stopped?)" % run.name())
+        if run.judged:
+            present = {c for c, _ in run.columns}
+            missing = [c for c in COLUMNS if c not in present]
+            if missing:
+                gaps.append("%s: no %s" % (run.name(), ", ".join(missing)))
+    for layout in LAYOUTS:
+        if not any(r.judged and r.layout == layout for r in runs):
+            gaps.append("no exact-kernel determinism run in the %s layout" % layout)
+
+
+def judge_op_test(path, failures, gaps, report):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        gaps.append("no op test output (%s): it did not run" % path)
+        return
+    sections = []  # [name, required, ok count, not ok cases]
+    closing = None
+    for text in lines:
+        m = BACKEND.match(text)
+        if m:
+            sections.append([m.group(1), m.group(2) is None, 0, []])
+            continue
+        m = RESULT.match(text)
+        if m:
+            if not sections:  # results before any backend line: held as required
+                sections.append(["(no backend line)", True, 0, []])
+            if m.group(1) == "ok":
+                sections[-1][2] += 1
+            else:
+                sections[-1][3].append(m.group(2))
+            continue
+        m = CLOSING.match(text)
+        if m:
+            closing = int(m.group(1))
+    for name, required, ok, not_ok in sections:
+        report.append(
+            "op test, backend %s (%s): %d ok, %d not ok%s"
+            % (name, "required" if required else "reported", ok, len(not_ok), "".join("\n  not ok " + c for c in not_ok))
+        )
+        if required:
+            failures.extend("op test %s (backend %s)" % (c, name) for c in not_ok)
+    if closing is None:
+        gaps.append("the op test did not finish (no closing 'N failure(s)' line in %s)" % path)
+    elif closing > 0 and not failures:
+        failures.append("op test: %d required failure(s), no case named" % closing)
+    if not any(required for _, required, _, _ in sections):
+        gaps.append("the op test ran no required backend")
+
+
+def verdict(scorer, op_test):
+    """The verdict line, its exit status, and the lines that say what was read."""
+    differences, failures, gaps, report = [], [], [], []
+    runs = read_scorer(scorer, report)
+    if runs is None:
+        gaps.append("no scorer bench records (%s)" % scorer)
+    else:
+        judge_scorer(runs, differences, gaps, report)
+    judge_op_test(op_test, failures, gaps, report)
+    offending = differences + failures
+    if offending:
+        more = ", first of %d" % len(offending) if len(offending) > 1 else ""
+        return "NOT deterministic: %s%s" % (offending[0], more), 1, report + ["differs: " + o for o in offending] + ["incomplete: " + g for g in gaps]
+    if gaps:
+        more = ", first of %d" % len(gaps) if len(gaps) > 1 else ""
+        return "NO VERDICT: %s%s" % (gaps[0], more), 2, report + ["incomplete: " + g for g in gaps]
+    return "deterministic", 0, report
+
+
+def main():
+    p = argparse.ArgumentParser(description="The device call's verdict from the scorer bench's JSONL and the op test's output.")
+    p.add_argument("--scorer", required=True, help="the scorer bench's JSONL ($OUT/scorer.jsonl)")
+    p.add_argument("--op-test", required=True, help="arbitra-op-test's output ($OUT/op-test.txt)")
+    args = p.parse_args()
+    line, status, report = verdict(args.scorer, args.op_test)
+    for r in report:
+        print(r, file=sys.stderr)
+    print(line)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
