@@ -5,18 +5,27 @@
 # headers), native/tools and llama-server, so ggml's kernels compile once; it makes a synthetic
 # model from the packed skeleton; then it runs, each step under `timeout` within one deadline:
 #   1. arbitra-op-test --backend all (single ops bit for bit: required of the CPU's exact kernels,
-#      reported for the GPU's);
+#      reported for the GPU's), its whole output kept in op-test.txt;
 #   2. the scorer bench's determinism in both KV layouts with both kernel sets, and the shared
 #      pool's exact kernels once more with its gather flipped;
 #   3. bench:api through the packed Node: our server with exact and with fast kernels against
 #      llama-server from the same source, on the same model, at API_CONCURRENCY;
 #   4. llama-bench (the reference) and the scorer bench's prefill and decisions in both layouts
-#      (last: they are the quickest, and the least new, to lose to the deadline).
+#      (last: they are the quickest, and the least new, to lose to the deadline);
+#   5. the verdict: scripts/lib/device-verdict.py (python3 alone) reads op-test.txt and scorer.jsonl
+#      and says `deterministic`, `NOT deterministic: <column> <difference> (<layout> layout, exact
+#      kernels)` for the first exact-kernel determinism column that is not 0 in either layout,
+#      `NOT deterministic: op test <case> (backend <name>)` for a required op test case that failed,
+#      or `NO VERDICT: <why>` when neither was found but evidence is missing (a layout's exact
+#      determinism run or the op test's required backend skipped, stopped or in error). Fast
+#      kernels' columns and the GPU's op test results are reported below it, never decisive; the
+#      program's docstring has the rules. Its line becomes summary.txt's first line.
 # From the repository root (the device tool: command `bash scripts/gpu-bench.sh`, carry .device):
 #
 #   OUT=/some/folder bash scripts/gpu-bench.sh                  # CUDA for sm_90 (H100/H200)
 #   GPU=0 QUICK=1 MODEL=models/x.gguf API_CONCURRENCY=1,2 DEADLINE=5400 OUT=/tmp/out bash scripts/gpu-bench.sh
 #                                                               # the same pipeline on the CPU
+#   VERDICT_ONLY=1 OUT=/copy/of/a/run bash scripts/gpu-bench.sh  # the verdict alone on a run's files
 #
 # Environment (defaults in brackets): GPU [1]; CUDA_ARCH [90]; JOBS [all cores]; THREADS [all
 # cores]; WORK [/tmp/arbitra-gpu-bench]: unpacked runtime, source, app and build, reused by a later
@@ -25,12 +34,23 @@
 # per decisions point of the scorer bench; API_SECONDS [4] and API_ROUNDS [2]: bench:api's
 # BENCH_SECONDS and BENCH_ROUNDS; API_CONCURRENCY [1,8,32]; SCORER_ARGS: more flags for
 # arbitra-scorer-bench; DEADLINE [510]: seconds for the whole run, a step with less left than it
-# needs is skipped and named in the summary; STOP_AFTER=build: stop once built and the model made.
+# needs is skipped and named in the summary; STOP_AFTER=build: stop once built and the model made;
+# VERDICT_ONLY=1: build and run nothing, judge the op-test.txt and scorer.jsonl already in $OUT
+# (summary.txt is rewritten with the verdict alone).
 #
-# $OUT gets at most 7 files (the device tool brings back 8): summary.txt, build.log (its tail),
-# run.log (the programs' stderr), llama-bench.json, scorer.jsonl (every scorer bench run, each
-# starting with its setup line: layout and kernels), api.json and api.md (bench:api's raw result
-# and its RESULTS.md section). Exits non-zero, with the reason in summary.txt, when a step fails.
+# $OUT gets at most 8 files (the device tool brings back 8): summary.txt (the verdict first), op-
+# test.txt (the op test's every line), build.log (its tail), run.log (the programs' stderr),
+# llama-bench.json, scorer.jsonl (every scorer bench run, each starting with its setup line: layout
+# and kernels), api.json and api.md (bench:api's raw result and its RESULTS.md section).
+#
+# Exit status, the verdict's and the steps' combined (a difference outranks a failed step, which
+# outranks missing evidence): 0 deterministic, every step ran and passed; 1 NOT deterministic,
+# whatever else happened; 2 NO VERDICT, with no step failed (a step skipped for the deadline, say),
+# or bad GPU or DEADLINE values (then on stderr, no summary); 3 a step failed or ran out of time,
+# or the run stopped before its steps (a missing pack, a failed build: `FAILED:` in the summary,
+# `NO VERDICT: the run stopped: …` first), and no difference was found: the first line says
+# `deterministic` or `NO VERDICT`, the summary which step. OUT unset: 1, on stderr. STOP_AFTER=build
+# asks for no verdict: 0 once built (the first line says so).
 set -uo pipefail
 
 : "${OUT:?set OUT to the folder the results go to}"
@@ -47,6 +67,9 @@ API_SECONDS=${API_SECONDS:-4}
 API_ROUNDS=${API_ROUNDS:-2}
 API_CONCURRENCY=${API_CONCURRENCY:-1,8,32}
 DEADLINE=${DEADLINE:-510}
+VERDICT_ONLY=${VERDICT_ONLY:-0}
+# The verdict program, beside this script (VERDICT_ONLY may run from anywhere).
+VERDICT="$(dirname "${BASH_SOURCE[0]}")/lib/device-verdict.py"
 
 # What the app folder takes from the checkout; the rest (node_modules, dist/) comes packed.
 APP_FILES=(package.json CMakeLists.txt cmake native calibrations src/engine/rpc src/store/postgres/migrations)
@@ -65,18 +88,53 @@ main() {
     exit 2
     ;;
   esac
-  mkdir -p "$OUT" "$WORK" || exit 1
+  mkdir -p "$OUT" "$WORK" || exit 3
   OUT=$(cd "$OUT" && pwd)
   summary="$OUT/summary.txt"
   runlog="$OUT/run.log"
   : >"$summary"
-  : >"$runlog"
   say() { echo "$*" | tee -a "$summary"; }
+  started=$(date +%s)
+  # Ends the run with exit status $2 and summary.txt rewritten with the verdict line $1 first.
+  finish() {
+    local body
+    say "== done in $(($(date +%s) - started)) s, status $2"
+    body=$(cat "$summary")
+    printf '%s\n%s\n' "$1" "$body" >"$summary"
+    exit "$2"
+  }
   fail() {
     say "FAILED: $*"
-    exit 1
+    finish "NO VERDICT: the run stopped: $*" 3
   }
-  started=$(date +%s)
+  step_failed=0
+  # The verdict over op-test.txt and scorer.jsonl in $OUT: what it read into the summary, then
+  # the end of the run with its line first and the status the header describes.
+  judge() {
+    local line code read
+    say "-- verdict: $VERDICT"
+    read=$(mktemp)
+    line=$(python3 "$VERDICT" --scorer "$OUT/scorer.jsonl" --op-test "$OUT/op-test.txt" 2>"$read")
+    code=$?
+    sed 's/^/  /' "$read" | tee -a "$summary"
+    rm -f "$read"
+    case "$code:$line" in
+      0:deterministic | "1:NOT deterministic: "* | "2:NO VERDICT: "*) ;;
+      *)
+        line="NO VERDICT: $VERDICT failed (status $code; its stderr above)"
+        code=2
+        ;;
+    esac
+    say "$line"
+    [ "$step_failed" = 1 ] && [ "$code" != 1 ] && code=3
+    finish "$line" "$code"
+  }
+  if [ "$VERDICT_ONLY" = 1 ]; then
+    say "== arbitra gpu-bench $(date -u +%FT%TZ): the verdict alone, on the files in $OUT"
+    judge
+  fi
+  : >"$runlog"
+  rm -f "$OUT/op-test.txt"
   # Seconds since the previous call into $took (not a $(...) call: its subshell would forget lap_at).
   lap_at=$started
   lap() {
@@ -85,7 +143,6 @@ main() {
     took="$((now - lap_at)) s"
     lap_at=$now
   }
-  status=0
   skipped=()
   # Whether a step that needs $2 seconds (at most $3) fits before the deadline; sets $limit to the
   # seconds it may take, or names it among the skipped.
@@ -192,16 +249,25 @@ main() {
   fi
 
   if [ "${STOP_AFTER:-}" = build ]; then
-    say "== built, stopping as STOP_AFTER=build asks ($(($(date +%s) - started)) s)"
-    exit 0
+    say "== built, stopping as STOP_AFTER=build asks"
+    finish "NO VERDICT: STOP_AFTER=build asks for the build alone" 0
   fi
 
   if fits "arbitra-op-test" 10 90; then
-    say "-- arbitra-op-test --backend all"
-    if timeout "$limit" "$build/Release/arbitra-op-test" --backend all >"$WORK/op-test.txt" 2>>"$runlog"; then ops=ok; else ops=failed; status=1; fi
-    grep -v '^  FAIL' "$WORK/op-test.txt" | tee -a "$summary"
+    say "-- arbitra-op-test --backend all (every line in op-test.txt)"
+    optest="$OUT/op-test.txt"
+    if timeout "$limit" "$build/Release/arbitra-op-test" --backend all >"$optest" 2>>"$runlog"; then
+      ops=ok
+    else
+      ops="failed (status $?)"
+      step_failed=1
+    fi
+    # Each test's first FAIL line and how many followed it.
+    awk '/^  FAIL /{ if (n++ == 0) print; next }
+      { if (n > 1) printf "  (%d more FAIL lines like it in op-test.txt)\n", n - 1; n = 0; print }
+      END { if (n > 1) printf "  (%d more FAIL lines like it in op-test.txt)\n", n - 1 }' "$optest" | tee -a "$summary"
     lap
-    say "op tests: $ops ($took)"
+    say "op tests: $ops ($took): $(grep -c '^not ok ' "$optest") not ok, $(grep -c '^  FAIL ' "$optest") FAIL lines, in every backend"
   fi
 
   quick=()
@@ -221,7 +287,7 @@ main() {
       "${quick[@]}" --json "$scorer" "$@" ${SCORER_ARGS:-} >/dev/null 2>>"$runlog"; then
       ok="$name: ok"
     else
-      status=1
+      step_failed=1
       ok="$name failed or timed out (run.log)"
     fi
     tail -n +"$((before + 1))" "$scorer" | tee -a "$summary"
@@ -251,7 +317,7 @@ main() {
       say "bench:api: done, table in api.md ($took)"
     else
       lap
-      status=1
+      step_failed=1
       say "bench:api failed or timed out (run.log): $took"
     fi
   fi
@@ -267,7 +333,7 @@ main() {
     else
       lap
       say "llama-bench failed (run.log): $took"
-      status=1
+      step_failed=1
     fi
   fi
   for layout in shared copied; do
@@ -275,8 +341,7 @@ main() {
   done
 
   [ ${#skipped[@]} = 0 ] || say "skipped for the deadline: ${skipped[*]}"
-  say "== done in $(($(date +%s) - started)) s, status $status"
-  exit $status
+  judge
 }
 
 main "$@"

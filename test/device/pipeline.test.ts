@@ -31,7 +31,10 @@ t.test('gpu-bench.sh with GPU=0 runs every step and writes what the device tool 
   t.equal(run.status, 0, summary.slice(-3000));
   t.ok(Object.keys(run.files).length <= 8, `${Object.keys(run.files).join(', ')}: at most 8 files`);
   t.notMatch(summary, /skipped|FAILED/);
+  // The verdict (scripts/lib/device-verdict.py) first: exact kernels' columns and the required op tests.
+  t.equal(summary.split('\n')[0], 'deterministic', 'the verdict is the first line');
   t.match(summary, /op tests: ok/);
+  t.match(run.files['op-test.txt'], /^# backend CPU\n[^]*^0 failure\(s\)$/m, "the op test's whole output comes back");
   // the unpacked llama.cpp has no git history: the addon still names the commit it was built from
   const commit = packed()!.llamaCpp;
   t.match(summary, new RegExp(`addon: llama\\.cpp \\S+-${commit}\\b`), `the addon names llama.cpp ${commit}`);

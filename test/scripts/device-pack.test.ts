@@ -155,6 +155,9 @@ t.test('gpu-bench.sh refuses bad arguments and a missing pack before it builds a
   t.match(gpuBenchRun({ OUT: out, WORK: work, GPU: '2' }), { status: 2, stderr: /GPU must be 0 or 1/ });
   t.match(gpuBenchRun({ OUT: out, WORK: work, DEADLINE: '9m' }), { status: 2, stderr: /DEADLINE must be a number/ });
   const empty = tmp();
-  t.match(gpuBenchRun({ OUT: out, WORK: work, GPU: '0', PACK: empty }), { status: 1, summary: new RegExp(`FAILED: ${empty}/${PACK_FILES.llama} missing`) });
+  t.match(gpuBenchRun({ OUT: out, WORK: work, GPU: '0', PACK: empty }), {
+    status: 3,
+    summary: new RegExp(`^NO VERDICT: the run stopped: [^\n]*\nFAILED: ${empty}/${PACK_FILES.llama} missing`),
+  });
   t.same(fs.readdirSync(work), [], 'nothing unpacked or built');
 });
