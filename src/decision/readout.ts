@@ -47,7 +47,11 @@ export function averagePasses(passes: PassReading[]): number[] {
  * pooling. Where a bias multiplies each pass's probabilities by a factor of the position shown,
  * log p = truth + bias(position), and a pair of passes whose positions sum to a constant (a scale
  * read ascending and descending) cancels a linear trend in that bias exactly; the mean of
- * probabilities only damps it.
+ * probabilities only damps it. A mean, not the product: the readings are one model reading one
+ * text twice, not independent evidence. Measured (bench/RESULTS.md, "Scores that read a scale as a
+ * scale"), the product was calibrated on SST-5 dev (overconfidence −0.026 against the mean's −0.155)
+ * and overconfident on our own cases (+0.158 against −0.005): how sharp to read is the data's,
+ * which a fitted calibration says, not the pooling.
  */
 export function geometricPool(passes: PassReading[]): number[] {
   const n = passes[0]!.ordering.length;
