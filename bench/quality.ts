@@ -155,7 +155,8 @@ async function runModel(model: { name: string; file: string }, cases: LabelledCa
       let extraMs = 0;
       if (method === 'prior') {
         const key = JSON.stringify(c.questions);
-        if (!priors.has(key)) {
+        // Read once per distinct question set, as a server would cache it: the state plays no part.
+        if (!priors.has(`${key}\u0000${Object.keys(c.questions)[0]}`)) {
           const cf = await decideCase(engine, { ...c, state: CONTENT_FREE }, METHODS.plain.options);
           extraMs = cf.ms;
           for (const spec of cf.req.questions) priors.set(`${key}\u0000${spec.name}`, distribution(cf.answers[spec.name]!));
