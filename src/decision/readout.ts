@@ -29,17 +29,22 @@ export function optionDistribution(pass: PassReading): number[] {
   return byOption;
 }
 
-/** The pass-weighted mean of the per-pass option distributions. */
-export function averagePasses(passes: PassReading[]): number[] {
+/** Per option, the pass-weighted mean of f(the option's probability in each pass). */
+function weightedMean(passes: PassReading[], f: (p: number) => number): number[] {
   const n = passes[0]!.ordering.length;
   const total = passes.reduce((a, p) => a + p.weight, 0);
   const mean = new Array<number>(n).fill(0);
   for (const pass of passes) {
     optionDistribution(pass).forEach((p, i) => {
-      mean[i]! += (p * pass.weight) / total;
+      mean[i]! += (f(p) * pass.weight) / total;
     });
   }
   return mean;
+}
+
+/** The pass-weighted mean of the per-pass option distributions. */
+export function averagePasses(passes: PassReading[]): number[] {
+  return weightedMean(passes, (p) => p);
 }
 
 /**
@@ -54,15 +59,7 @@ export function averagePasses(passes: PassReading[]): number[] {
  * which a fitted calibration says, not the pooling.
  */
 export function geometricPool(passes: PassReading[]): number[] {
-  const n = passes[0]!.ordering.length;
-  const total = passes.reduce((a, p) => a + p.weight, 0);
-  const logs = new Array<number>(n).fill(0);
-  for (const pass of passes) {
-    optionDistribution(pass).forEach((p, i) => {
-      logs[i]! += (Math.log(Math.max(p, 1e-12)) * pass.weight) / total;
-    });
-  }
-  return renormalise(logs);
+  return renormalise(weightedMean(passes, (p) => Math.log(Math.max(p, 1e-12))));
 }
 
 /**
