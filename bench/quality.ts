@@ -141,6 +141,7 @@ async function runModel(model: { name: string; file: string }, cases: LabelledCa
   const records: Record_[] = [];
   const ms: Record<string, number[]> = {};
   const priors = new Map<string, number[]>();
+  const priorsRead = new Set<string>();
   const t0 = performance.now();
   for (const [i, c] of cases.entries()) {
     const runs = new Map<Method, { run: Awaited<ReturnType<typeof decideCase>>; reversed: Awaited<ReturnType<typeof decideCase>> }>();
@@ -156,7 +157,8 @@ async function runModel(model: { name: string; file: string }, cases: LabelledCa
       if (method === 'prior') {
         const key = JSON.stringify(c.questions);
         // Read once per distinct question set, as a server would cache it: the state plays no part.
-        if (!priors.has(`${key}\u0000${Object.keys(c.questions)[0]}`)) {
+        if (!priorsRead.has(key)) {
+          priorsRead.add(key);
           const cf = await decideCase(engine, { ...c, state: CONTENT_FREE }, METHODS.plain.options);
           extraMs = cf.ms;
           for (const spec of cf.req.questions) priors.set(`${key}\u0000${spec.name}`, distribution(cf.answers[spec.name]!));

@@ -13,7 +13,7 @@
 // probabilities alone without making their Brier score worse.
 import type { ConfidenceBand } from './schema/answers.js';
 import type { KindName } from './kinds/index.js';
-import { tempered } from './readout.js';
+import { renormalise, tempered } from './readout.js';
 import { logLoss, metrics, rps, type Forecast, type Metrics } from './scoring-rules.js';
 
 /** One labelled decision: the probabilities the model gave (per option) and the true option. */
@@ -86,11 +86,7 @@ export function describeFit(fit: KindFit, digits = 2): string {
 
 /** p divided by a prior (given as log-probabilities), then raised to 1/T and renormalised. */
 function divideOut(p: number[], logPrior: number[], temperature: number): number[] {
-  const logs = p.map((x, i) => (Math.log(Math.max(x, EPS)) - logPrior[i]!) / temperature);
-  const max = Math.max(...logs);
-  const exps = logs.map((l) => Math.exp(l - max));
-  const sum = exps.reduce((a, b) => a + b, 0);
-  return exps.map((e) => e / sum);
+  return renormalise(p.map((x, i) => (Math.log(Math.max(x, EPS)) - logPrior[i]!) / temperature));
 }
 
 /** What decide() applies: null for a kind without a fit, which then stays uncalibrated. */

@@ -95,9 +95,5 @@ export function keyed(keys: string[], values: number[]): Record<string, number> 
 /** p sharpened (T < 1) or flattened (T > 1): pᵢ^(1/T), renormalised; the ranking never changes. */
 export function tempered(p: number[], temperature: number): number[] {
   if (temperature === 1) return p;
-  const logs = p.map((x) => Math.log(Math.max(x, 1e-12)) / temperature);
-  const max = Math.max(...logs);
-  const exps = logs.map((l) => Math.exp(l - max));
-  const sum = exps.reduce((a, b) => a + b, 0);
-  return exps.map((e) => e / sum);
+  return renormalise(p.map((x) => Math.log(Math.max(x, 1e-12)) / temperature));
 }
