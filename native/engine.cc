@@ -432,7 +432,27 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("maxSequences", llama_n_seq_max(lanes_.front().ctx.get()));
   o.Set("kvLayout", cfg_.layout == KvLayout::shared ? "shared" : "copied");
   o.Set("kernels", cfg_.exact_kernels ? "exact" : "fast");
-  o.Set("kvGather", shared_pool_gathers(cfg_));
+  // What the contexts resolved, not what was asked: the promise of exact kernels covers only some
+  // paths (src/engine/exact-path.ts judges these facts).
+  bool flash_attn = true, on_layer_device = true, gather = true;
+  for (const Lane& lane : lanes_) {
+    const llama_attention_path path = llama_get_attention_path(lane.ctx.get());
+    flash_attn = flash_attn && path.flash_attn;
+    on_layer_device = on_layer_device && path.flash_attn_on_layer_device;
+    gather = gather && path.kv_gather;
+  }
+  const int32_t asked = flash_attn_asked(cfg_.flash_attn, cfg_.exact_kernels);
+  o.Set("flashAttentionAsked", asked < 0 ? "auto" : asked ? "on" : "off");
+  o.Set("flashAttention", flash_attn);
+  o.Set("flashAttentionOnLayerDevice", on_layer_device);
+  o.Set("kvGather", gather);
+  const int32_t offloadable = llama_model_n_layer(model_) + 1;
+  o.Set("offloadableLayers", offloadable);
+  o.Set("offloadedLayers", gpu_devices().empty() ? 0 : std::min(std::max(cfg_.n_gpu_layers, 0), offloadable));
+  const AttentionShape shape = attention_shape(model_);
+  o.Set("headSizeK", static_cast<double>(shape.head_k));
+  o.Set("headSizeV", static_cast<double>(shape.head_v));
+  o.Set("experts", static_cast<double>(shape.experts));
   size_t cells = 0;
   for (const Lane& lane : lanes_) cells += llama_n_ctx(lane.ctx.get());
   o.Set("kvCells", static_cast<double>(cells));
@@ -632,7 +652,8 @@ Napi::Value Engine::OpenReference(const Napi::CallbackInfo& info) {
   spec.n_batch = kReferenceBatch;
   spec.n_ubatch = kReferenceBatch;
   spec.n_threads = cfg_.n_threads;
-  spec.flash_attn = cfg_.flash_attn;
+  // The stock kernels on the attention path the main lane resolved, so that only the kernels differ.
+  spec.flash_attn = llama_get_attention_path(lanes_.front().ctx.get()).flash_attn ? 1 : 0;
   spec.exact_kernels = false;
   spec.prefix_cache_tokens = 0;
   spec.prefix_chunk = prefix_chunk(kReferenceBatch);

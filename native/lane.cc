@@ -44,7 +44,7 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   // (llama-kv-window-kept.patch): a prompt sharing an early head of a cached prefix needs them.
   cp.swa_full = true;
   cp.no_perf = true;
-  cp.flash_attn_type = static_cast<llama_flash_attn_type>(spec.flash_attn);
+  cp.flash_attn_type = static_cast<llama_flash_attn_type>(flash_attn_asked(spec.flash_attn, spec.exact_kernels));
   llama_context* ctx = nullptr;
   {
     // The CPU and CUDA backends, and llama.cpp's context, read their variable once, when the context is created.
@@ -78,20 +78,34 @@ bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out) {
   return true;
 }
 
+int32_t flash_attn_asked(int32_t choice, bool exact_kernels) {
+  // `auto` lets llama.cpp turn flash attention off where a device declines the op, and with it the
+  // exact attention kernel and the gather (both built on it), while the caller still asked for them.
+  return choice < 0 && exact_kernels ? LLAMA_FLASH_ATTN_TYPE_ENABLED : choice;
+}
+
 bool kv_gather_on(int choice, bool exact_kernels, int32_t n_gpu_layers) {
   return choice == 1 || (choice == -1 && exact_kernels && n_gpu_layers > 0 && !gpu_devices().empty());
 }
 
-size_t kv_bytes_per_cell(const llama_model* model) {
+AttentionShape attention_shape(const llama_model* model) {
   char arch[64] = {0};
   llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch));
   const std::string a(arch);
   const int64_t n_head = std::max(1, llama_model_n_head(model));
   const int64_t head_dim = llama_model_n_embd(model) / n_head;
-  const int64_t k = meta_int(model, a + ".attention.key_length", head_dim);
-  const int64_t v = meta_int(model, a + ".attention.value_length", head_dim);
+  AttentionShape shape;
+  shape.head_k = meta_int(model, a + ".attention.key_length", head_dim);
+  shape.head_v = meta_int(model, a + ".attention.value_length", head_dim);
+  shape.experts = meta_int(model, a + ".expert_count", 0);
+  return shape;
+}
+
+size_t kv_bytes_per_cell(const llama_model* model) {
+  const AttentionShape shape = attention_shape(model);
   // F16 cells, the context's default cache type.
-  return static_cast<size_t>(llama_model_n_layer(model)) * static_cast<size_t>(llama_model_n_head_kv(model)) * static_cast<size_t>(k + v) * 2;
+  return static_cast<size_t>(llama_model_n_layer(model)) * static_cast<size_t>(llama_model_n_head_kv(model)) *
+         static_cast<size_t>(shape.head_k + shape.head_v) * 2;
 }
 
 }  // namespace arbitra

@@ -70,9 +70,21 @@ llama_model* load_model(const std::string& path, int32_t n_gpu_layers);
 // allocate it.
 bool make_lane(llama_model* model, const LaneSpec& spec, Lane* out);
 
+// The flash attention a lane asks llama.cpp for: exact kernels turn `auto` into on, since their
+// promise rests on it; what the context resolved is llama_get_attention_path's to say.
+int32_t flash_attn_asked(int32_t choice, bool exact_kernels);
+
 // LaneSpec::kv_gather from a choice of -1 (where exact results need it: exact kernels with the
 // layers on a GPU), 0 (never) or 1 (always, on the CPU too, to check it against the CPU's own gather).
 bool kv_gather_on(int choice, bool exact_kernels, int32_t n_gpu_layers);
+
+// What of a model's shape decides which attention and product kernels a backend may pick.
+struct AttentionShape {
+  int64_t head_k = 0;   // key head size
+  int64_t head_v = 0;   // value head size
+  int64_t experts = 0;  // experts of a mixture-of-experts model; 0 for a dense one
+};
+AttentionShape attention_shape(const llama_model* model);
 
 // Bytes of KV cache one cell costs for this model (K and V over every layer, F16).
 size_t kv_bytes_per_cell(const llama_model* model);

@@ -173,6 +173,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
   { flag: '--threads', env: 'ARBITRA_THREADS', help: 'engine CPU threads' },
   { flag: '--gpu-layers', env: 'ARBITRA_GPU_LAYERS', help: 'layers offloaded to the GPU (CUDA builds)' },
   {
+    flag: '--flash-attention',
+    env: 'ARBITRA_FLASH_ATTENTION',
+    help: 'flash attention: "auto" (llama.cpp decides by device), "on" or "off"; exact kernels ask for it on unless told "off", which leaves their promise (/health: deterministic false, with the reason) (default auto)',
+  },
+  {
     flag: '--engines',
     env: 'ARBITRA_ENGINES',
     help: 'remote engines instead of a local one: host:port (or tls://host:port) of each `arbitra engine --listen`, comma-separated; needs ARBITRA_ENGINE_SECRET',
@@ -326,6 +331,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (kernels !== undefined) engine.kernels = kernels;
   const gpuLayers = int('--gpu-layers', 0, 100_000);
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
+  const flashAttention = choice('--flash-attention', ['auto', 'on', 'off'] as const);
+  if (flashAttention !== undefined) engine.flashAttention = flashAttention;
   const liveness = int('--liveness-seconds', 1, 86_400);
   if (liveness !== undefined) engine.livenessSeconds = liveness;
   const stall = env.ARBITRA_FAULT_ENGINE_STALL;

@@ -461,6 +461,8 @@ class Bench {
   }
 
   static constexpr uint32_t kBatch = 2048;
+  // A context just large enough to read what a layout resolves (flash attention, the gather).
+  static constexpr uint32_t kResolveCells = 256;
 
  private:
   const Options& o_;
@@ -567,8 +569,17 @@ int main(int argc, char** argv) {
   setup.num("n_vocab", llama_vocab_n_tokens(llama_model_get_vocab(model))).num("n_ctx_train", llama_model_n_ctx_train(model));
   setup.num("kv_bytes_per_cell", static_cast<double>(kv_bytes_per_cell(model)));
   setup.num("cells", bench.default_cells()).num("seqs", bench.seqs()).num("gpu_layers", o.gpu_layers).num("threads", o.threads);
-  setup.str("flash_attn", o.flash_attn < 0 ? "auto" : o.flash_attn ? "on" : "off").str("kernels", o.exact_kernels ? "exact" : "fast");
-  setup.boolean("kv_gather", o.layout == KvLayout::shared && bench.gathers());
+  // What was asked, then what a context of this layout resolved (flash attention, where it runs, the gather).
+  const int32_t fa_asked = flash_attn_asked(o.flash_attn, o.exact_kernels);
+  setup.str("flash_attn", fa_asked < 0 ? "auto" : fa_asked ? "on" : "off").str("kernels", o.exact_kernels ? "exact" : "fast");
+  {
+    Lane resolved;
+    if (bench.make(Bench::kResolveCells, &resolved)) {
+      const llama_attention_path path = llama_get_attention_path(resolved.ctx.get());
+      setup.boolean("flash_attn_resolved", path.flash_attn).boolean("flash_attn_on_layer_device", path.flash_attn_on_layer_device);
+      setup.boolean("kv_gather", path.kv_gather);
+    }
+  }
   setup.str("gpus", devices).num("gpu_model_mib", mib(static_cast<double>(gpu_memory_used()) - static_cast<double>(gpu0)));
   setup.num("load_ms", load_ms).boolean("quick", o.quick);
   emit(setup);

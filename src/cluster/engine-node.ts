@@ -12,7 +12,7 @@ import { DEFAULT_ENGINE_OPTIONS } from '../engine/llama-engine.js';
 import { serveEngine, type TlsFiles } from '../engine/rpc/server.js';
 import { watchLiveness } from '../engine/watchdog.js';
 import { resolveModel, StartupError } from './preflight.js';
-import { determinismReport } from '../engine/determinism-check.js';
+import { engineReport } from '../engine/determinism-check.js';
 import { runSelfTest } from './self-test.js';
 
 /** EX_SOFTWARE: the service manager restarts the engine (Restart=on-failure). */
@@ -53,7 +53,7 @@ export async function runEngineNode(config: Config, log: (line: string) => void)
   }
   const info = await local.info();
   log(`arbitra engine listening on ${server.address} (model ${modelId}, backend ${info.backend}, ${tls ? 'TLS' : 'no TLS: keep it on a private network'})`);
-  if (info.determinism) determinismReport(info.determinism).forEach((line) => log(line));
+  engineReport(info).forEach((line) => log(line));
   if (config.selfTest) runSelfTest(local, info, modelId, log);
   const watchdog = watchLiveness({
     stats: async () => local.stats(),

@@ -4,7 +4,7 @@
 import cluster from 'node:cluster';
 import { storeOptions, type Config } from '../config.js';
 import type { EngineHost } from '../engine/board.js';
-import { determinismReport } from '../engine/determinism-check.js';
+import { engineReport } from '../engine/determinism-check.js';
 import { startEngines, type EngineSet } from './engines.js';
 import { serveClusterMetrics } from '../metrics/cluster.js';
 import { registerEngineMetrics } from '../metrics/engine.js';
@@ -105,7 +105,7 @@ async function startUp(
   if (calibration) log(calibration);
   // Each engine checked its own device: a GPU may keep the promise where another does not.
   infos.forEach((engineInfo, n) => {
-    if (engineInfo.determinism) determinismReport(engineInfo.determinism).forEach((line) => log(hosts.length > 1 ? `engine ${n}: ${line}` : line));
+    engineReport(engineInfo).forEach((line) => log(hosts.length > 1 ? `engine ${n}: ${line}` : line));
   });
   // Every engine loads the same file with the same settings: one self-test speaks for all of them.
   if (config.selfTest) runSelfTest(hosts[0]!, info, modelId, log);

@@ -4,7 +4,8 @@ import { createAppDeps, createApp } from '../app.js';
 import { storeOptions, type Config } from '../config.js';
 import { createLocalEngine, type LocalEngine } from '../engine/local.js';
 import { EngineError, type DeterminismReport, type EngineService } from '../engine/types.js';
-import { determinismReport } from '../engine/determinism-check.js';
+import type { ServedPath } from '../engine/exact-path.js';
+import { engineReport } from '../engine/determinism-check.js';
 import { describeFront, frontText } from '../http/front.js';
 import { startHttpServer } from '../http/server.js';
 import { storeMetrics } from '../metrics/store.js';
@@ -31,9 +32,10 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   let status: EngineStatus = 'loading';
   let local: LocalEngine | null = null;
   let determinism: DeterminismReport | null = null;
+  let kernelPath: ServedPath | null = null;
   const loading = createLocalEngine(modelPath, config.engine).then(
     async (engine) => {
-      determinism = (await engine.info()).determinism;
+      ({ determinism, kernelPath } = await engine.info());
       local = engine;
       status = 'ready';
       return engine;
@@ -58,7 +60,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   const engineStatus = (): EngineStatus => (status === 'ready' && local?.stats().wedged ? 'wedged' : status);
   const deps = createAppDeps(config, {
     engine,
-    engines: () => [{ engine: 0, device: null, status: engineStatus(), determinism }],
+    engines: () => [{ engine: 0, device: null, status: engineStatus(), determinism, kernelPath }],
     store,
     workers: 0,
     httpFront: () => front,
@@ -81,7 +83,7 @@ export async function runSingle(config: Config, log: (line: string) => void): Pr
   log(`store: ${storeName(config)}`);
   const calibration = calibrationNotice(config.calibration, info.sha256, LAYOUT_VERSION);
   if (calibration) log(calibration);
-  if (info.determinism) determinismReport(info.determinism).forEach((line) => log(line));
+  engineReport(info).forEach((line) => log(line));
   if (config.selfTest) runSelfTest(engine, info, deps.models.id, log);
   return {
     port: server.port,

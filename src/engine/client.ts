@@ -34,6 +34,7 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
     device: null,
     status: 'loading',
     determinism: null,
+    kernelPath: null,
     channel: null,
     load: 0,
   }));
@@ -45,6 +46,7 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
     link.status = msg.status;
     link.device = msg.device;
     link.determinism = msg.determinism ?? null;
+    link.kernelPath = msg.kernelPath ?? null;
     link.info = msg.info ?? link.info;
     link.message = msg.message;
     if (msg.address !== link.address) {
@@ -118,12 +120,13 @@ export function connectEngine(opts: EngineClientOptions, log: (line: string) => 
 
   return {
     engines: () =>
-      links.map(({ engine, device, status, message, determinism }) => ({
+      links.map(({ engine, device, status, message, determinism, kernelPath }) => ({
         engine,
         device,
         status,
         ...(message && status !== 'ready' ? { message } : {}),
         determinism,
+        kernelPath,
       })),
     info: async () => {
       const info = links.find((l) => l.status === 'ready' && l.info)?.info;

@@ -8,7 +8,8 @@
 // beyond rounding) are not served, whatever their determinism.
 import type { LlamaEngine, ScoreBranchTokens } from './llama-engine.js';
 import { repeatedTokens } from './repeated-text.js';
-import type { DeterminismReport } from './types.js';
+import { pathReport } from './exact-path.js';
+import type { DeterminismReport, EngineInfo } from './types.js';
 
 /**
  * Beyond this the exact kernels are taken to compute something other than the model on this
@@ -134,17 +135,24 @@ export function stockMismatch(r: DeterminismReport): string | null {
 }
 
 /** The start-up lines that say what the check found, a warning where the promise does not hold. */
-export function determinismReport(r: DeterminismReport): string[] {
+export function determinismReport(r: DeterminismReport, covered = true): string[] {
   const nats = (x: number): string => (x === 0 ? '0' : x < 0.001 ? x.toExponential(1) : x.toFixed(3));
   const window = r.differences.pastWindow === null ? '' : `, after a head of a prompt past the sliding window ${nats(r.differences.pastWindow)}`;
   const cases = `alone, cached ${nats(r.differences.cached)}, crowded ${nats(r.differences.crowded)}, after a cached head ${nats(r.differences.headCached)}${window} nats`;
   const lines: string[] = [];
   if (r.fallback) lines.push(`WARNING: ${r.fallback}`);
-  if (r.deterministic) lines.push(`determinism: ${r.kernels} kernels give the same scores bit for bit on this machine (${cases})`);
+  if (r.deterministic && !covered) lines.push(`determinism: the probe gave the same scores on this load (${cases}), on a path the promise does not cover`);
+  else if (r.deterministic) lines.push(`determinism: ${r.kernels} kernels give the same scores bit for bit on this machine (${cases})`);
   else if (r.kernels === 'exact')
     lines.push(
       `WARNING: determinism does not hold on this machine: the same question's log-probabilities moved by up to ${nats(r.maxDifference)} nats (${cases}); answers will move with the load`,
     );
   else lines.push(`determinism: off (--kernels fast): scores move with the load by up to ${nats(r.maxDifference)} nats here (${cases})`);
   return lines;
+}
+
+/** Every start-up line about an engine's promise: the path its contexts resolved, then what its check found. */
+export function engineReport(info: Pick<EngineInfo, 'kernelPath' | 'determinism'>): string[] {
+  const covered = info.kernelPath.uncovered.length === 0;
+  return [...pathReport(info.kernelPath), ...(info.determinism ? determinismReport(info.determinism, covered) : [])];
 }

@@ -63,6 +63,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       status,
       ...(statusMessage && status !== 'ready' ? { message: statusMessage } : {}),
       determinism: info?.determinism ?? null,
+      kernelPath: info?.kernelPath ?? null,
     };
   }
 

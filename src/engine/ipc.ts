@@ -3,6 +3,7 @@
 // where it listens; the primary tells the workers each engine's state and address. Scoring itself
 // never passes through the primary: every caller talks to the engine service (rpc/).
 import { EngineError, type DeterminismReport, type EngineErrorCode, type EngineInfo } from './types.js';
+import type { ServedPath } from './exact-path.js';
 
 export const ENGINE_CH = 'engine';
 /** Environment variable carrying the engine process's model path and options (JSON). */
@@ -34,6 +35,8 @@ export interface EngineState {
   message?: string;
   /** What its load-time determinism check found; null until it has loaded, or when the check is off. */
   determinism: DeterminismReport | null;
+  /** The path it resolved at load (exact-path.ts); null until it has loaded. */
+  kernelPath: ServedPath | null;
 }
 
 /**

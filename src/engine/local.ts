@@ -3,6 +3,7 @@
 // plain layout) and tokenises the frame's pieces once per system text.
 import { getMaxListeners, setMaxListeners } from 'node:events';
 import { checkDeterminism, stockMismatch } from './determinism-check.js';
+import { servedPath } from './exact-path.js';
 import { branchesThatFit, DEADLINE_SHARE, isMeasured, WorkLedger, workMs, type DecodeCost, type DecodePlan, type WorkShape } from './admission.js';
 import { groupBranchHeads, type BranchGroup } from './branch-heads.js';
 import { promptFrame, type PromptFrame } from './frame.js';
@@ -99,6 +100,7 @@ export class LocalEngine implements EngineService {
       digitLabels: findDigitLabels(tokenize),
       ...findYesNo(tokenize),
       determinism,
+      kernelPath: servedPath(engine.facts),
     };
     return new LocalEngine(engine, info, (options.livenessSeconds ?? DEFAULT_ENGINE_OPTIONS.livenessSeconds) * 1000);
   }

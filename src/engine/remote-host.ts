@@ -59,6 +59,7 @@ export function watchRemoteEngine(opts: RemoteHostOptions): EngineHost {
     status,
     ...(message && status !== 'ready' ? { message } : {}),
     determinism: info?.determinism ?? null,
+    kernelPath: info?.kernelPath ?? null,
   });
 
   function setStatus(next: EngineStatus, why?: string): void {

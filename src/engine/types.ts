@@ -1,5 +1,6 @@
 // The engine's contract: what the HTTP side may ask of the one process that owns the model.
 import type { NativeStats } from './native.js';
+import type { ServedPath } from './exact-path.js';
 
 /**
  * How the KV cache is laid out. `copied`: one stream per sequence, a branch copies its prefix's
@@ -53,6 +54,12 @@ export interface EngineOptions {
   threads: number;
   /** Layers offloaded to the GPU (ignored on a CPU build). */
   gpuLayers: number;
+  /**
+   * Flash attention asked of llama.cpp. Exact kernels turn `auto` into `on`: their attention is built
+   * on it, and `auto` would let a device that declines the op turn it off unseen. `off` takes
+   * llama.cpp's stock attention and leaves the promise (exact-path.ts says so).
+   */
+  flashAttention: 'auto' | 'on' | 'off';
   /** Idle cached prefix tokens kept in the KV cache for the prefix cache. */
   prefixCacheTokens: number;
   kernels: Kernels;
@@ -140,8 +147,21 @@ export interface ModelFacts {
   maxSequences: number;
   kvLayout: KvLayout;
   kernels: Kernels;
-  /** Whether the shared pool's attention reads its cells gathered (EngineOptions.kvGather). */
+  /** Flash attention as asked of llama.cpp (exact kernels turn `auto` into `on`), and as the contexts resolved it. */
+  flashAttentionAsked: 'auto' | 'on' | 'off';
+  flashAttention: boolean;
+  /** Every flash-attention node runs on its layer's device (a GPU may decline the op and hand it to the CPU). */
+  flashAttentionOnLayerDevice: boolean;
+  /** Whether the shared pool's attention reads its cells gathered (EngineOptions.kvGather), as resolved: it needs flash attention. */
   kvGather: boolean;
+  /** Layers on a GPU, of those that can be (the blocks and the output layer); 0 on the CPU. */
+  offloadedLayers: number;
+  offloadableLayers: number;
+  /** Attention head sizes of keys and values. */
+  headSizeK: number;
+  headSizeV: number;
+  /** Experts of a mixture-of-experts model; 0 for a dense one. */
+  experts: number;
   /** KV cells allocated over every lane, and their bytes. */
   kvCells: number;
   kvBytes: number;
@@ -177,6 +197,8 @@ export interface EngineInfo extends ModelFacts {
   no: AnswerLabel;
   /** What the load-time check found (determinism-check.ts); null when it was not run. */
   determinism: DeterminismReport | null;
+  /** The path the contexts resolved, and whether the exact kernels' promise covers it (exact-path.ts). */
+  kernelPath: ServedPath;
 }
 
 /**

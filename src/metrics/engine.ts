@@ -3,6 +3,7 @@
 // one stats call per engine shared by the whole scrape, so no gauge is read before the numbers arrive.
 import { Gauge } from 'prom-client';
 import type { EngineState } from '../engine/ipc.js';
+import { keepsPromise } from '../engine/exact-path.js';
 import type { EngineStats } from '../engine/types.js';
 
 export interface EngineMetricsSource {
@@ -102,12 +103,25 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
   );
   perEngine(
     'arbitra_engine_deterministic',
-    "1 when the engine's check at load found the same scores alone, crowded and after a cached head, bit for bit; 0 when not; absent when not checked",
+    '1 when the engine keeps its promise: a covered path and a check at load that found the same scores alone, crowded and after a cached head, bit for bit; 0 when not (an uncovered path included); absent when not checked on a covered path',
     async (source) => {
-      const d = source.state().determinism;
-      return d ? Number(d.deterministic) : null;
+      const { kernelPath, determinism } = source.state();
+      const kept = keepsPromise(kernelPath, determinism?.deterministic ?? null);
+      return kept === null ? null : Number(kept);
     },
   );
+  perEngine(
+    'arbitra_engine_exact_path_covered',
+    "1 when the path the engine resolved at load is one the exact kernels' promise covers (flash attention on, and on a GPU every covered condition); 0 when not; absent until loaded",
+    async (source) => {
+      const path = source.state().kernelPath;
+      return path ? Number(path.uncovered.length === 0) : null;
+    },
+  );
+  perEngine('arbitra_engine_flash_attention', '1 when flash attention is on as the engine resolved it at load; absent until loaded', async (source) => {
+    const path = source.state().kernelPath;
+    return path ? Number(path.flashAttention) : null;
+  });
   perEngine(
     'arbitra_engine_determinism_max_difference_nats',
     "The largest difference of a log-probability the engine's check at load saw between cases; absent when not checked",

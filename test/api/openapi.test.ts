@@ -22,7 +22,7 @@ const config = loadConfig(['--data-dir', dir, '--port', '0'], {});
 const routes = apiRoutes(
   createAppDeps(config, {
     engine: loading,
-    engines: () => [{ engine: 0, device: null, status: 'loading', determinism: null }],
+    engines: () => [{ engine: 0, device: null, status: 'loading', determinism: null, kernelPath: null }],
     store,
     workers: 1,
     httpFront: () => describeFront('node'),

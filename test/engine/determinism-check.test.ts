@@ -1,10 +1,12 @@
 // The engine's check of its own promise at load, on the test model and the CPU backend: with the
 // exact kernels the probe scores bit for bit the same alone, on its cached prefix, crowded, after a
 // cached head and after an early head of a prompt that ran past the sliding window, and close to
-// llama.cpp's stock kernels; with the fast kernels the check must come out false; and exact kernels
-// that disagree with the stock ones are not served.
+// llama.cpp's stock kernels; with flash attention forced off the path is not covered and says so;
+// with the fast kernels the check must come out false; and exact kernels that disagree with the
+// stock ones are not served.
 import t from 'tap';
-import { STOCK_TOLERANCE_NATS } from '../../src/engine/determinism-check.js';
+import { engineReport, STOCK_TOLERANCE_NATS } from '../../src/engine/determinism-check.js';
+import { keepsPromise } from '../../src/engine/exact-path.js';
 import { createLocalEngine } from '../../src/engine/local.js';
 import type { EngineOptions } from '../../src/engine/types.js';
 import { TEST_MODEL } from '../helpers/models.js';
@@ -31,6 +33,25 @@ t.test('exact kernels: the same scores in every case, and close to the stock ker
   );
   t.equal(report.fallback, null);
   t.equal(info.kernels, 'exact', 'the engine serves the exact kernels');
+  t.equal(info.flashAttentionAsked, 'on', 'exact kernels ask for flash attention on, not auto');
+  t.equal(info.flashAttention, true, 'and the context resolved it on');
+  t.same(info.kernelPath.uncovered, [], 'a path the promise covers');
+  t.equal(keepsPromise(info.kernelPath, report.deterministic), true);
+});
+
+t.test('exact kernels with flash attention forced off: the path is reported as not covered, deterministic false with the reason', async (t) => {
+  const { engine, info, report } = await checked({ flashAttention: 'off' });
+  t.teardown(() => engine.close());
+  t.equal(info.flashAttentionAsked, 'off');
+  t.equal(info.flashAttention, false, 'resolved off, as asked');
+  t.equal(info.kernels, 'exact', 'still the exact kernels, where they apply');
+  t.match(info.kernelPath.uncovered, [/^flash attention is off/]);
+  t.equal(keepsPromise(info.kernelPath, report.deterministic), false, `not promised, whatever the probe saw (${report.maxDifference} nats)`);
+  t.match(engineReport(info), [
+    /^path: exact kernels, flash attention off/,
+    /^WARNING: the exact kernels run on a path their promise does not cover/,
+    /^(determinism|WARNING)/,
+  ]);
 });
 
 t.test('fast kernels: the check comes out false', async (t) => {

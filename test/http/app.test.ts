@@ -14,18 +14,24 @@ import { startHttpServer } from '../../src/http/server.js';
 import { localMetricsText } from '../../src/metrics/cluster.js';
 import { openStore } from '../../src/store/index.js';
 import { createLocalEngine } from '../../src/engine/local.js';
-import type { EngineStatus } from '../../src/engine/ipc.js';
+import type { EngineState, EngineStatus } from '../../src/engine/ipc.js';
+import { servedPath } from '../../src/engine/exact-path.js';
 import { TEST_MODEL } from '../helpers/models.js';
 import { DEFAULT_MODEL } from '../../src/models/catalogue.js';
 import { describeFront } from '../../src/http/front.js';
 
-async function serve(t: Test, engine: EngineService, status: () => EngineStatus) {
+async function serve(
+  t: Test,
+  engine: EngineService,
+  status: () => EngineStatus,
+  state: Pick<EngineState, 'determinism' | 'kernelPath'> = { determinism: null, kernelPath: null },
+) {
   const dir = t.testdir();
   const config = loadConfig(['--data-dir', dir, '--port', '0'], { ARBITRA_MODEL_ALIASES: 'fast=default' });
   const store = await openStore(dir);
   const deps = createAppDeps(config, {
     engine,
-    engines: () => [{ engine: 0, device: null, status: status(), determinism: null }],
+    engines: () => [{ engine: 0, device: null, status: status(), ...state }],
     store,
     workers: 3,
     httpFront: () => describeFront('uws'),
@@ -71,6 +77,36 @@ t.test('while the model loads', async (t) => {
   t.equal(deps.models.resolve('fast'), DEFAULT_MODEL.name);
   t.equal(deps.models.resolve('gpt-4'), null);
   t.match(deps.models.unknown('gpt-4'), { status: 404, code: 'not_found', context: { available_models: deps.models.names } });
+});
+
+t.test('an engine on a path the exact kernels do not cover: /health says deterministic false with the reasons, whatever its probe saw', async (t) => {
+  const ready = { ...loading, info: async () => ({ sha256: DEFAULT_MODEL.sha256 }) as EngineInfo };
+  const kernelPath = servedPath({
+    backend: 'cuda',
+    kernels: 'exact',
+    kvLayout: 'shared',
+    quantMethod: 'F16',
+    flashAttention: false,
+    flashAttentionOnLayerDevice: false,
+    kvGather: false,
+    offloadedLayers: 29,
+    offloadableLayers: 29,
+    experts: 0,
+    headSizeK: 128,
+    headSizeV: 128,
+  });
+  const determinism = {
+    kernels: 'exact' as const,
+    deterministic: true,
+    maxDifference: 0,
+    differences: { cached: 0, crowded: 0, headCached: 0, pastWindow: null },
+    stockDifference: 0,
+    fallback: null,
+  };
+  const { base } = await serve(t, ready, () => 'ready', { determinism, kernelPath });
+  const [engine] = (await (await fetch(`${base}/health`)).json()).engines;
+  t.match(engine, { kernels: 'exact', deterministic: false, max_difference: 0, path: { flash_attention: false, kv_gather: false, covered: false } });
+  t.match(engine.path.uncovered, [/^flash attention is off/, /shared pool's gather is off/, /^F16 weights/]);
 });
 
 t.test("/health's model.quality: the default model's shipped figures, as read under --calibration off", async (t) => {

@@ -265,7 +265,7 @@ async function serveApp(t: Test, impl: HttpImplementation): Promise<string> {
   const store = await openStore(data);
   const deps = createAppDeps(config, {
     engine: loading,
-    engines: () => [{ engine: 0, device: null, status: 'loading', determinism: null }],
+    engines: () => [{ engine: 0, device: null, status: 'loading', determinism: null, kernelPath: null }],
     store,
     workers: 1,
     httpFront: () => describeFront(impl),

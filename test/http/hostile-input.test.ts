@@ -37,7 +37,7 @@ async function serve(t: Test, impl: HttpImplementation) {
   const store = await openStore(dir, storeOptions(config));
   const deps = createAppDeps(config, {
     engine: engine!,
-    engines: () => [{ engine: 0, device: null, status: 'ready', determinism: null }],
+    engines: () => [{ engine: 0, device: null, status: 'ready', determinism: null, kernelPath: null }],
     store,
     workers: 1,
     httpFront: () => describeFront(impl),

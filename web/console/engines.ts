@@ -13,8 +13,9 @@ const DECISION_ROUTE = '/v1/systemone';
 
 const DASH = '\u2014';
 
-/** What an engine's load-time check found, in words: the promise held, or by how much it moved. */
+/** What an engine's load-time check found, in words: the promise held, the path it does not cover, or by how much it moved. */
 function determinism(engine: Health['engines'][number]): string {
+  if (engine.path && !engine.path.covered && engine.kernels === 'exact') return `no: a path the promise does not cover (${engine.path.uncovered.join('; ')})`;
   if (engine.deterministic === null) return 'not checked';
   if (engine.deterministic) return 'yes, checked at load';
   return `no: moved by up to ${(engine.max_difference ?? 0).toFixed(3)} nats`;

@@ -14,6 +14,7 @@ import { LAYOUT_VERSION } from '../../decision/prompt.js';
 import type { ServedQuality } from '../../decision/schema/quality.js';
 import { servedQuality } from '../../decision/served-quality.js';
 import { serviceStatus, type EngineState } from '../../engine/ipc.js';
+import { keepsPromise } from '../../engine/exact-path.js';
 import type { EngineService } from '../../engine/types.js';
 import type { Route } from '../route.js';
 import { HealthResponse, type HttpFront } from '../schemas/health.js';
@@ -99,14 +100,15 @@ export function publicMessage(message: string): string {
 }
 
 /** An engine as /health shows it: its state and what its load-time determinism check found. */
-function engineHealth({ determinism, message, ...state }: EngineState) {
+function engineHealth({ determinism, kernelPath: path, message, ...state }: EngineState) {
   return {
     ...state,
     ...(message === undefined ? {} : { message: publicMessage(message) }),
-    kernels: determinism?.kernels ?? null,
-    deterministic: determinism?.deterministic ?? null,
+    kernels: determinism?.kernels ?? path?.kernels ?? null,
+    deterministic: keepsPromise(path, determinism?.deterministic ?? null),
     max_difference: determinism?.maxDifference ?? null,
     ...(determinism?.fallback ? { kernels_note: determinism.fallback } : {}),
+    path: path && { flash_attention: path.flashAttention, kv_gather: path.kvGather, covered: path.uncovered.length === 0, uncovered: path.uncovered },
   };
 }
 

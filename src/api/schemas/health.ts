@@ -41,10 +41,22 @@ export const HealthResponse = Type.Object(
         }),
         deterministic: Type.Union([Type.Boolean(), Type.Null()], {
           description:
-            'its check at load, on its own model and hardware: a probe scored alone, on its cached prefix, in a crowded batch and after a cached head gave the same log-probabilities bit for bit; null: not checked (loading, or ARBITRA_DETERMINISM_CHECK=off)',
+            "whether it keeps the promise of the same bits whatever the load: its path is one the exact kernels cover (path.covered) and its check at load, on its own model and hardware, gave a probe's log-probabilities bit for bit alone, on its cached prefix, in a crowded batch and after a cached head; false on an uncovered path whatever the check saw; null: not checked on a covered path (loading, or ARBITRA_DETERMINISM_CHECK=off)",
         }),
         max_difference: Type.Union([Type.Number(), Type.Null()], { description: 'the largest difference of a log-probability that check saw, in nats' }),
         kernels_note: Type.Optional(Type.String({ description: 'why it serves the stock kernels although exact ones were asked for' })),
+        path: Type.Union(
+          [
+            Type.Object({
+              flash_attention: Type.Boolean({ description: 'flash attention as its contexts resolved it (exact kernels ask for it on)' }),
+              kv_gather: Type.Boolean({ description: "the shared pool's attention reads its cells gathered in position order, as resolved" }),
+              covered: Type.Boolean({ description: "the exact kernels' promise covers this path" }),
+              uncovered: Type.Array(Type.String(), { description: 'why it does not; empty when it does' }),
+            }),
+            Type.Null(),
+          ],
+          { description: 'the path it runs on, as resolved at load; null until it has loaded' },
+        ),
       }),
     ),
   },
