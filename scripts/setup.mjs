@@ -39,9 +39,11 @@ function llamaSource() {
     log(`applying ${f}`);
     run('git', ['-C', dest, 'apply', path.join(patchDir, f)]);
   }
-  // Committed, so that `git archive` of the tree (scripts/device-pack.mjs) carries the patches too.
+  // Committed, so that `git archive` of the tree (scripts/device-pack.mjs) carries the patches too,
+  // the files they add included.
   if (patches.length > 0) {
-    run('git', ['-C', dest, '-c', 'user.name=arbitra', '-c', 'user.email=setup@arbitra.invalid', 'commit', '--quiet', '-am', `arbitra patches: ${patches.join(', ')}`]);
+    run('git', ['-C', dest, 'add', '--all']);
+    run('git', ['-C', dest, '-c', 'user.name=arbitra', '-c', 'user.email=setup@arbitra.invalid', 'commit', '--quiet', '-m', `arbitra patches: ${patches.join(', ')}`]);
   }
   fs.writeFileSync(stampFile, bundleId);
 }
