@@ -21,6 +21,7 @@ import { freePort, serve } from './lib/serve.js';
 import { latencySummary } from './lib/stats.js';
 import { engineRoundTrips } from './lib/transport.js';
 import { WORKLOADS, WORKLOAD_NAMES, TICKET, type Workload } from './lib/workloads.js';
+import { pathReport } from '../src/engine/exact-path.js';
 
 const root = packageRoot();
 // The default model unless ARBITRA_MODEL names another (a catalogue name or a GGUF path).
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
   log('timing tokenising and framing in process');
   const local = await createLocalEngine(model, { threads });
   const info = await local.info();
+  pathReport(info.kernelPath).forEach((line) => log(line));
   const bodies = (w: Workload) => Array.from({ length: requests }, () => ({ ...WORKLOADS[w].body, state: nextState() }));
   const tokenizeMs: Record<Workload, number> = { a: NaN, b: NaN };
   const hopMs: Record<Workload, number> = { a: NaN, b: NaN };

@@ -15,6 +15,7 @@ import { engineRequestFor } from './lib/capture.js';
 import { cpuSeconds, ensureLlamaTool, runLlamaBench } from './lib/llama-bench.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { mib } from './lib/stats.js';
+import { pathReport } from '../src/engine/exact-path.js';
 
 const root = packageRoot();
 // The default model unless ARBITRA_MODEL names another (a catalogue name or a GGUF path).
@@ -161,6 +162,7 @@ async function runEngine(name: string, options: Partial<EngineOptions>): Promise
   const rssLoaded = process.memoryUsage().rss;
   const engine = local.engine;
   const info = await local.info();
+  pathReport(info.kernelPath).forEach((line) => log(line));
   const call = async (w: Workload) => {
     const t0 = performance.now();
     const r = await engine.score(w.prefix, w.branches);

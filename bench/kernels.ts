@@ -9,6 +9,7 @@ import { LlamaEngine } from '../src/engine/llama-engine.js';
 import { packageRoot } from '../src/paths.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { stateOf, timeOne, timeQuestions } from './lib/long-state.js';
+import { pathReport, servedPath } from '../src/engine/exact-path.js';
 
 const root = packageRoot();
 const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
@@ -24,6 +25,7 @@ const contextSize = longest + 2048;
 const load = (kernels: 'exact' | 'fast') =>
   LlamaEngine.load(model, { kernels, contextSize, longContextSize: 0, maxSequences: QUESTIONS + 2, prefixCacheTokens: longest });
 const engines = { exact: await load('exact'), fast: await load('fast') };
+for (const engine of Object.values(engines)) pathReport(servedPath(engine.facts)).forEach((line) => log(line));
 
 /** A size's runs, in seconds. */
 const seconds = (runs: number[]): string => runs.map((ms) => (ms / 1000).toFixed(1)).join(', ');

@@ -11,6 +11,7 @@ import { packageRoot } from '../src/paths.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { mib } from './lib/stats.js';
 import { stateOf, timeOne } from './lib/long-state.js';
+import { pathReport, servedPath } from '../src/engine/exact-path.js';
 
 const root = packageRoot();
 const model = process.env.ARBITRA_MODEL ?? path.join(root, 'models', 'gemma-3-270m-q4_k_m.gguf');
@@ -47,6 +48,7 @@ const lane = await load(32768);
 const withShort = await shortLatency(lane.engine);
 const facts = lane.engine.facts;
 log(`${path.basename(model)}: main lane ${facts.maxSequences} × ${facts.contextSize}, long lane ${facts.longSequences} × ${facts.longContextSize}`);
+pathReport(servedPath(facts)).forEach((line) => log(line));
 
 const long: { tokens: number; lane: string; ms: number; tokensPerSecond: number }[] = [];
 for (const tokens of sizes.filter((n) => n < facts.longContextSize - 64)) {

@@ -41,6 +41,7 @@ import { reliabilitySvg, type Panel } from './lib/reliability-svg.js';
 import { replaceSection } from './lib/results.js';
 import { eceFloor } from './lib/ece-floor.js';
 import { fixed, mean, median, pct, signed } from './lib/stats.js';
+import { pathReport } from '../src/engine/exact-path.js';
 
 const root = packageRoot();
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
@@ -136,7 +137,10 @@ async function runModel(model: { name: string; file: string }, cases: LabelledCa
   const engines = new Map<Method, LocalEngine>();
   for (const m of methods) {
     const timedAs: Method = m === 'prior' ? 'plain' : m;
-    if (!engines.has(timedAs)) engines.set(timedAs, await createLocalEngine(model.file, { threads, contextSize: 1024, maxSequences: 32 }));
+    if (engines.has(timedAs)) continue;
+    const engine = await createLocalEngine(model.file, { threads, contextSize: 1024, maxSequences: 32 });
+    pathReport((await engine.info()).kernelPath).forEach((line) => log(line));
+    engines.set(timedAs, engine);
   }
   const records: Record_[] = [];
   const ms: Record<string, number[]> = {};
