@@ -77,6 +77,25 @@ t.test('facts about the file, the build and the options', async (t) => {
   t.equal(facts.maxSequences, 6);
 });
 
+t.test('the attention path as resolved and the shape that decides its kernels, against the GGUF', async (t) => {
+  const meta = header.metadata;
+  t.equal(facts.headSizeK, meta.get('gemma3.attention.key_length'), 'key head size');
+  t.equal(facts.headSizeV, meta.get('gemma3.attention.value_length'), 'value head size');
+  t.equal(facts.offloadableLayers, Number(meta.get('gemma3.block_count')) + 1, 'the blocks and the output layer');
+  t.equal(facts.experts, 0, 'a dense model');
+  if (facts.backend === 'cpu') t.equal(facts.offloadedLayers, 0, 'nothing on a GPU');
+  t.equal(facts.flashAttentionAsked, 'on', 'exact kernels ask for flash attention on');
+  t.equal(facts.flashAttention, true, 'and the context resolved it on');
+  t.equal(facts.flashAttentionOnLayerDevice, true);
+  if (facts.backend === 'cpu') t.equal(facts.kvGather, false, "the CPU's exact kernel gathers by itself: no copy");
+});
+
+t.test("a copied stream holds whole tiles of 256 cells whatever --ctx-size asks, so CUDA's attention packing never meets an unpadded length", async (t) => {
+  const copied = await LlamaEngine.load(MODEL, { threads: 2, kvLayout: 'copied', contextSize: 1000, longContextSize: 0, maxSequences: 2 });
+  t.teardown(() => copied.close());
+  t.equal(copied.facts.contextSize, 1024);
+});
+
 t.test('stats counters move with each call', async (t) => {
   const before = engine.stats();
   t.equal(before.pending, 0);
