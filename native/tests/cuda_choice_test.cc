@@ -4,9 +4,7 @@
 // kernel's GQA packing (how many query heads of one KV head share a tile) follows the model alone,
 // never the KV length in use; the stock choice switches with it.
 // Run by test/engine/native-cuda-choice.test.ts; prints one line per test and exits non-zero on a failure.
-#include <cstdio>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "check.h"
@@ -56,18 +54,11 @@ void test_an_unpadded_length_is_refused_only_where_packed() {
 }  // namespace
 
 int main() {
-  const std::vector<std::pair<const char*, void (*)()>> tests = {
+  const arbitra::testing::Tests tests = {
       {"batch-invariant GQA packing follows the model alone", test_batch_invariant_packing_follows_the_model_alone},
       {"GQA packing by the ratio", test_packing_by_ratio},
       {"the stock GQA packing switches with the KV length", test_stock_packing_switches_with_the_length},
       {"an unpadded KV length is refused only where packed", test_an_unpadded_length_is_refused_only_where_packed},
   };
-  for (const auto& [name, fn] : tests) {
-    current = name;
-    const int before = failures;
-    fn();
-    std::printf("%s %s\n", failures == before ? "ok" : "not ok", name);
-  }
-  std::printf("%d failure(s)\n", failures);
-  return failures == 0 ? 0 : 1;
+  return arbitra::testing::run_all(tests);
 }

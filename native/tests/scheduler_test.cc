@@ -707,7 +707,7 @@ void test_cost_with_a_part_below_zero_keeps_the_token_rate() {
 }
 
 int main() {
-  const std::vector<std::pair<const char*, void (*)()>> tests = {
+  const arbitra::testing::Tests tests = {
       {"a one-question job is one decode", test_one_question_is_one_decode},
       {"prefixes sharing heads score as they do alone", test_shared_heads_score_as_alone},
       {"a new state is not starved by its own tenant's cached stream", test_no_starvation_same_tenant},
@@ -729,12 +729,5 @@ int main() {
       {"an injected stall holds the work until stopped", test_injected_stall_holds_work_until_stopped},
       {"a cost fit with a part below zero keeps the token rate", test_cost_with_a_part_below_zero_keeps_the_token_rate},
   };
-  for (const auto& [name, fn] : tests) {
-    current = name;
-    const int before = failures;
-    fn();
-    std::printf("%s %s\n", failures == before ? "ok" : "not ok", name);
-  }
-  std::printf("%d failure(s)\n", failures);
-  return failures == 0 ? 0 : 1;
+  return arbitra::testing::run_all(tests);
 }
