@@ -3,8 +3,7 @@
 import { createAppDeps, createApp } from '../app.js';
 import { storeOptions, type Config } from '../config.js';
 import { createLocalEngine, type LocalEngine } from '../engine/local.js';
-import { EngineError, type DeterminismReport, type EngineService } from '../engine/types.js';
-import type { ServedPath } from '../engine/exact-path.js';
+import { EngineError, type DeterminismReport, type EngineService, type ServedPath } from '../engine/types.js';
 import { engineReport } from '../engine/determinism-check.js';
 import { describeFront, frontText } from '../http/front.js';
 import { startHttpServer } from '../http/server.js';

@@ -4,7 +4,7 @@
 // takes at one tile width, every layer on the card and the shared pool gathered. Elsewhere the
 // stock kernels still pick their arithmetic by batch shape, so a probe that happened to agree at
 // load would promise what the next crowd may break: such a path is reported, never promised.
-import type { Kernels, ModelFacts } from './types.js';
+import type { ModelFacts, ServedPath } from './types.js';
 
 /** Head sizes CUDA's MMA attention kernel takes at its one large-batch tile width (V as large as K). */
 export const CUDA_COVERED_HEAD_SIZES: readonly number[] = [64, 80, 96, 112, 128, 256];
@@ -26,17 +26,6 @@ export type PathFacts = Pick<
   | 'headSizeK'
   | 'headSizeV'
 >;
-
-/** What an engine runs on, as /health, /metrics and the start-up line say it. */
-export interface ServedPath {
-  kernels: Kernels;
-  /** Flash attention as the contexts resolved it, not as it was asked for. */
-  flashAttention: boolean;
-  /** The shared pool's attention reads its cells gathered in position order (needs flash attention). */
-  kvGather: boolean;
-  /** Why the promise of exact kernels does not hold on this path; empty when it does. */
-  uncovered: string[];
-}
 
 /** Why exact kernels on this path are not promised to give the same bits at every load; empty when they are. */
 export function uncoveredReasons(f: PathFacts): string[] {

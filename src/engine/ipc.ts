@@ -2,8 +2,7 @@
 // processes. Only the engines' lifecycle travels here: an engine process says when it is ready and
 // where it listens; the primary tells the workers each engine's state and address. Scoring itself
 // never passes through the primary: every caller talks to the engine service (rpc/).
-import { EngineError, type DeterminismReport, type EngineErrorCode, type EngineInfo } from './types.js';
-import type { ServedPath } from './exact-path.js';
+import { EngineError, type DeterminismReport, type EngineErrorCode, type EngineInfo, type ServedPath } from './types.js';
 
 export const ENGINE_CH = 'engine';
 /** Environment variable carrying the engine process's model path and options (JSON). */

@@ -1,6 +1,5 @@
 // The engine's contract: what the HTTP side may ask of the one process that owns the model.
 import type { NativeStats } from './native.js';
-import type { ServedPath } from './exact-path.js';
 
 /**
  * How the KV cache is laid out. `copied`: one stream per sequence, a branch copies its prefix's
@@ -118,6 +117,17 @@ export interface DeterminismReport {
   stockDifference: number | null;
   /** Why the engine serves the stock kernels although exact ones were asked for; null when it serves what was asked. */
   fallback: string | null;
+}
+
+/** What an engine runs on, as /health, /metrics and the start-up line say it (exact-path.ts judges it). */
+export interface ServedPath {
+  kernels: Kernels;
+  /** Flash attention as the contexts resolved it, not as it was asked for. */
+  flashAttention: boolean;
+  /** The shared pool's attention reads its cells gathered in position order (needs flash attention). */
+  kvGather: boolean;
+  /** Why the promise of exact kernels does not hold on this path; empty when it does. */
+  uncovered: string[];
 }
 
 export interface ModelFacts {

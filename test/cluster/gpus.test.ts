@@ -57,8 +57,14 @@ if (cannotRun) {
     t.match(server.log(), /this build has no GPU backend: --gpus 0,1 runs 2 engines on the CPU/, 'and says where they run');
     const health = await server.call('/health');
     t.equal(health.status, 200);
-    // The suite's servers skip the determinism check (test/integration/helpers/server.ts): not checked is null.
-    const unchecked = { kernels: null, deterministic: null, max_difference: null };
+    // The suite's servers skip the determinism check (test/integration/helpers/server.ts): not checked is
+    // null, on the covered path each engine resolved (exact kernels, flash attention on, the CPU's own gather).
+    const unchecked = {
+      kernels: 'exact',
+      deterministic: null,
+      max_difference: null,
+      path: { flash_attention: true, kv_gather: false, covered: true, uncovered: [] },
+    };
     t.same(health.json.engines, [
       { engine: 0, device: 0, status: 'ready', ...unchecked },
       { engine: 1, device: 1, status: 'ready', ...unchecked },

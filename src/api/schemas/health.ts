@@ -37,7 +37,7 @@ export const HealthResponse = Type.Object(
         }),
         message: Type.Optional(Type.String({ description: 'why it is not ready' })),
         kernels: Type.Union([Type.Literal('exact'), Type.Literal('fast'), Type.Null()], {
-          description: 'the kernels it serves with (exact: batch-invariant); null until its check has run',
+          description: 'the kernels it serves with (exact: batch-invariant); null until it has loaded',
         }),
         deterministic: Type.Union([Type.Boolean(), Type.Null()], {
           description:
