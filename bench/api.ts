@@ -2,12 +2,16 @@
 // kernels (the default) and with fast ones, against llama-server built from the same llama.cpp
 // source, same model and threads, asked one prompt per question × pass (n_predict 1, n_probs) by
 // the same load generator. The servers run side by side and take turns on each cell in short
-// rounds, so that the machine's drift in speed falls on all of them alike. Writes bench/out/api.json
-// and the API section of bench/RESULTS.md.
+// rounds, so that the machine's drift in speed falls on all of them alike. Each of our servers'
+// engines is recorded as GET /health describes it after the load: its load-time determinism check
+// and the path its kernels resolved to (flash attention, the KV gather, what the promise covers),
+// so that a run on a GPU says which path ran. Writes bench/out/api.json and the API section of
+// bench/RESULTS.md.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
+import { describeEngines, readEngineHealth, type EngineHealth } from './lib/engine-health.js';
 import { modelFor } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import { engineRequestFor } from './lib/capture.js';
@@ -85,20 +89,28 @@ interface Side {
   stop(): Promise<void>;
 }
 
-async function arbitraSide(kernels: 'exact' | 'fast', maxStepMs?: number): Promise<Side & { kvCellsPeak(): Promise<number> }> {
+/** One of our servers, with what /health said of its engines once they had loaded. */
+type OurSide = Side & { kvCellsPeak(): Promise<number>; engines: EngineHealth[] };
+
+async function arbitraSide(kernels: 'exact' | 'fast', maxStepMs?: number): Promise<OurSide> {
   const server = await serve({
     model,
     workers: 1,
     args: ['--threads', String(threads), '--kernels', kernels, ...(maxStepMs === undefined ? [] : ['--max-step-ms', String(maxStepMs)])],
     env: { ARBITRA_RATE_LIMIT_RPS: '1000000', ARBITRA_MAX_IN_FLIGHT: '100000', ARBITRA_FREE_DAILY_DECISIONS: '100000000', ARBITRA_MONTHLY_CAP: '100000000' },
   });
-  const { key } = await server.createKey('bench@example.com', 'bench:api').catch(async (err: unknown) => {
-    await server.stop();
-    throw err;
-  });
+  const { key, engines } = await Promise.all([server.createKey('bench@example.com', 'bench:api'), readEngineHealth(server.url)])
+    .then(([k, e]) => ({ key: k.key, engines: e }))
+    .catch(async (err: unknown) => {
+      await server.stop();
+      throw err;
+    });
+  const name = maxStepMs === undefined ? `ours ${kernels}` : `ours ${kernels}, max step ${maxStepMs} ms`;
+  log(`${name}: ${describeEngines(engines)}`);
   return {
-    name: maxStepMs === undefined ? `ours ${kernels}` : `ours ${kernels}, max step ${maxStepMs} ms`,
+    name,
     command: server.command,
+    engines,
     residentMiB: () => sampleServer(server.pid).find((s) => s.role === 'engine')?.rssMb ?? NaN,
     async kvCellsPeak() {
       return metricTotal(await (await fetch(`${server.url}/metrics`)).text(), 'arbitra_engine_kv_cells_peak') ?? NaN;
@@ -254,7 +266,11 @@ async function main(): Promise<void> {
     seconds,
     rounds: roundCount,
     loadavg1: { start: loads[0]!, max: Math.max(...loads), end: loads[loads.length - 1]! },
-    sides: sides.map((s) => ({ name: s.name, command: s.command })),
+    // Our servers' engines as /health described them: the load-time check and the resolved path.
+    sides: sides.map((s) => {
+      const our = ours.find((o) => o === s);
+      return { name: s.name, command: s.command, ...(our ? { engines: our.engines } : {}) };
+    }),
     prompts: { a: prompts.a.prompts.length, b: prompts.b.prompts.length },
     evaluatedTokensPerDecision: tokens,
     engine: { kvLayout: facts.kvLayout, maxSequences: facts.maxSequences, kvCells: facts.kvCells, kvAllocatedMiB: mib(facts.kvBytes) },
@@ -315,7 +331,8 @@ async function main(): Promise<void> {
 - (b) ${WORKLOADS.b.name}: ${prompts.b.prompts.length} prompt per decision.
 - Ours, exact kernels (the default, batch-invariant: on which the determinism promise rests): \`${exact.command}\`.
 - Ours, fast kernels (llama.cpp's stock CPU kernels, chosen by batch shape): \`${fast.command}\`.
-${stepped.map((s) => `- ${s.name[0]!.toUpperCase()}${s.name.slice(1)}: \`${s.command}\`.\n`).join('')}- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.
+${stepped.map((s) => `- ${s.name[0]!.toUpperCase()}${s.name.slice(1)}: \`${s.command}\`.\n`).join('')}- Load-time check and resolved path (GET /health, \`engines[]\`): ${ours.map((s) => `${s.name}: ${describeEngines(s.engines)}`).join('; ')}.
+- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.
 - Interleaved: the ${sides.length} servers are started together and stay up for the whole run; only one is loaded at a time, the others idle. Each cell is ${roundCount} rounds; in a round each server in turn gets the cell's load for ${roundSeconds.toFixed(0)} s and then until its requests in flight finish (a round shorter than a request is one wave of requests), and the order rotates, so that each server goes first once in ${sides.length} rounds. A server's decisions/s are its completions over the summed time of its rounds, its percentiles over all of its latencies: a slow spell of the machine falls on all of them alike. One server's rounds within one cell still differed by up to ${drift.toFixed(1)}× (\`roundRates\` in bench/out/api.json).
 
 ${table}

@@ -67,6 +67,9 @@ export const PACK_FILES = { llama: 'llama.cpp.tar.xz', node: 'node.tar.xz', serv
 const DIST_PATHS = ['dist/src', 'dist/bench', 'dist/web'];
 /** The one device call (docs/operations.md): the tool runs it in the checkout's copy, with .device carried. */
 export const DEVICE_COMMAND = 'bash scripts/gpu-bench.sh';
+/** Its timeout_s: gpu-bench.sh's own deadline (480 s; QUICK=1: 290 s) with a margin for its last steps. */
+export const DEVICE_TIMEOUT_S = 540;
+export const DEVICE_TIMEOUT_S_QUICK = 330;
 
 function option(name) {
   const i = process.argv.indexOf(name);
@@ -167,7 +170,7 @@ async function main() {
 
   for (const [f, n] of Object.entries(files)) log(`${f}: ${MiB(n)}`);
   log(`.device/: ${MiB(packBytes)} (llama.cpp ${commit}, Node ${NODE_WHEEL.version}); with the checkout (${MiB(checkout.tracked)} tracked, ${MiB(checkout.untracked)} untracked) the device call carries ${MiB(travel.total)} of at most ${TRAVEL_LIMIT_MIB} MiB`);
-  log(`took ${((Date.now() - started) / 1000).toFixed(0)} s; the device call: command \`${DEVICE_COMMAND}\`, carry [".device"]`);
+  log(`took ${((Date.now() - started) / 1000).toFixed(0)} s; the device call: command \`${DEVICE_COMMAND}\`, carry [".device"], timeout_s ${DEVICE_TIMEOUT_S} (QUICK=1: ${DEVICE_TIMEOUT_S_QUICK})`);
   if (travel.total >= TRAVEL_LIMIT_MIB * 2 ** 20) die(`the device call would carry ${MiB(travel.total)}, over ${TRAVEL_LIMIT_MIB} MiB`);
 }
 

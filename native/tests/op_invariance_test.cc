@@ -1,18 +1,32 @@
 // Batch invariance of single ops on a ggml backend, with no model: a matrix product of each weight
 // type the catalogue serves, and flash attention over a KV cache, must give a row the same bits
-// whatever else the op computes beside it. A product's row alone and among other rows at every
-// place in batches of every width; an attention row alone and beside other sequences' rows, with
-// its cells contiguous or interleaved among other sequences' cells in another order, and with the
-// cache cut at different lengths; each on 1 and 3 threads, and on more threads than the machine has
-// cores, where threads waiting in ggml's barrier sleep and must be woken
-// (native/patches/ggml-cpu-barrier-sleep.patch): a lost wake-up hangs the test, an early one
-// changes the bits. These are the properties the engine's determinism promise rests on, held where
-// they are made, below llama.cpp's graph. Attention's rows are also held to a double-precision
-// reference, which a kernel wrong the same way in every layout would fail.
+// whatever else the op computes beside it. A product's rows in batches of every width, cut from one
+// pool of rows at its start, middle and end, each held to the same row in the pool's own batch
+// (which spans several tiles in M, N and K: several row groups, column blocks and K blocks), the
+// narrowest batch being a row alone; an attention row alone and beside other sequences' rows, with
+// its cells contiguous, in the gathered layout's chunks, or interleaved among other sequences' cells
+// in another order, and with the cache cut at different lengths; each on 1 and 3 threads, and on
+// more threads than the machine has cores, where threads waiting in ggml's barrier sleep and must
+// be woken (native/patches/ggml-cpu-barrier-sleep.patch): a lost wake-up hangs the test, an early
+// one changes the bits. These are the properties the engine's determinism promise rests on, held
+// where they are made, below llama.cpp's graph. Attention's rows are also held to a
+// double-precision reference, which a kernel wrong the same way in every layout would fail.
 //
-// Run by test/engine/native-ops.test.ts on the CPU backend with its batch-invariant kernels; with
-// --backend all every other backend the build has (CUDA) runs the same checks and reports them.
-// Prints one line per test and exits non-zero on a failure of a required backend.
+// Each test is tagged with the backends it is required of: [every backend] for what the promise
+// needs of any backend's exact kernels (quantized products; attention over cells in position order,
+// the layouts the engine gives a GPU), [CPU only] for what only the CPU's exact kernels hold (an F16
+// product, which CUDA leaves to its stock kernels by design; attention over cells in any order,
+// interleaved or in a ring, which the CPU kernel gathers by position and CUDA's reduces in cell
+// order). On the CPU backend every test is required; on a GPU backend the [CPU only] ones are
+// reported, not required. Each backend's section starts "# backend <name> (<type> device)".
+//
+// Run by test/engine/native-ops.test.ts on the CPU backend with its batch-invariant kernels, at a
+// multi-tile size that fits the suite; `--backend all` adds every other backend the build has
+// (CUDA), and `--large` runs their products at K 4,096, N 2,048 and batches of 1 to 512 rows (the
+// device call, scripts/gpu-bench.sh, passes both; the CPU keeps the suite's size, where that takes
+// minutes); `--stock` runs the CPU's stock kernels, reported only.
+// Prints one line per test, and "<n> failure(s)" last: the failed checks of required tests, which
+// make the exit status non-zero.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -46,8 +60,10 @@ std::vector<float> randoms(size_t n, uint32_t seed) {
   return out;
 }
 
-// The CPU thread counts each case runs on: one, a few, and twice the cores and one more.
-std::vector<int> thread_counts() { return {1, 3, 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) + 1}; }
+// The backends a test is required of (the tag on its result line); the header says why.
+enum class Scope { kEveryBackend, kCpuOnly };
+
+const char* tag(Scope s) { return s == Scope::kEveryBackend ? "[every backend]" : "[CPU only]"; }
 
 // The backend under test, with the thread count its CPU variant runs at.
 struct Backend {
@@ -58,6 +74,13 @@ struct Backend {
     if (cpu) ggml_backend_cpu_set_n_threads(backend, n);
   }
 };
+
+// The thread counts each case runs on: on the CPU one, a few, and twice the cores and one more; a
+// GPU backend has no such setting, and runs each case once.
+std::vector<int> thread_counts(const Backend& b) {
+  if (!b.cpu) return {1};
+  return {1, 3, 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) + 1};
+}
 
 // One graph's inputs, output and buffer: inputs are copied in after allocation, the output read back.
 class Graph {
@@ -102,8 +125,23 @@ float largest_difference(const float* a, const float* b, size_t n) {
 
 // ---- matrix products ----
 
-constexpr int64_t kK = 512;  // two K-quant super-blocks per row: the reduction has an order to keep
-constexpr int64_t kN = 128;  // a multiple of every repacked layout's rows
+// A product's size: K and N of the weight, and the batch widths tried, the widest being the pool of
+// rows every batch is cut from.
+struct Shape {
+  int64_t k;
+  int64_t n;
+  std::vector<int64_t> widths;
+};
+
+// The suite's size (test/engine/native-ops.test.ts, 2 cores): eight K-quant super-blocks per row,
+// so the reduction has an order to keep across K blocks; N a multiple of every repacked layout's
+// rows, in several column blocks per thread; batches past the CPU's 4-row groups and llamafile's
+// tiles, up to 130 rows.
+const Shape kSuite = {2048, 512, {1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 65, 127, 130}};
+// --large (the device call): several of CUDA's tiles in every dimension (MMQ's 128-row weight tiles
+// in N, its K iterations of 256, and its batch tiles of up to 128 columns in M), the seams of each
+// crossed by batches one wider and one narrower than a tile.
+const Shape kLarge = {4096, 2048, {1, 2, 3, 4, 7, 8, 9, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 383, 511, 512}};
 
 // The buffer type llama.cpp would put this weight in on this backend: the CPU's repacked layout
 // where it takes the type (the engine's weights are repacked), else the backend's own.
@@ -113,7 +151,7 @@ ggml_backend_buffer_type_t weight_buffer_type(const Backend& b, ggml_tensor* w) 
   auto extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
   if (extra == nullptr) return ggml_backend_get_default_buffer_type(b.backend);
   ggml_context* probe = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
-  ggml_tensor* x = ggml_new_tensor_2d(probe, GGML_TYPE_F32, kK, 8);
+  ggml_tensor* x = ggml_new_tensor_2d(probe, GGML_TYPE_F32, w->ne[0], 8);
   ggml_tensor* op = ggml_mul_mat(probe, w, x);
   ggml_backend_buffer_type_t chosen = ggml_backend_get_default_buffer_type(b.backend);
   for (ggml_backend_buffer_type_t* t = extra(b.dev); t != nullptr && *t != nullptr; ++t) {
@@ -140,52 +178,71 @@ struct Weight {
   }
 };
 
-void make_weight(const Backend& b, ggml_type type, Weight* w) {
+void make_weight(const Backend& b, ggml_type type, const Shape& s, Weight* w) {
   w->ctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
-  w->t = ggml_new_tensor_2d(w->ctx, type, kK, kN);
+  w->t = ggml_new_tensor_2d(w->ctx, type, s.k, s.n);
   ggml_backend_buffer_type_t buft = weight_buffer_type(b, w->t);
   w->where = ggml_backend_buft_name(buft);
   w->buf = ggml_backend_alloc_ctx_tensors_from_buft(w->ctx, buft);
-  const std::vector<float> f = randoms(static_cast<size_t>(kK * kN), 7 + static_cast<uint32_t>(type));
-  std::vector<uint8_t> data(ggml_row_size(type, kK) * kN);
+  const std::vector<float> f = randoms(static_cast<size_t>(s.k * s.n), 7 + static_cast<uint32_t>(type));
+  std::vector<uint8_t> data(ggml_row_size(type, s.k) * static_cast<size_t>(s.n));
   ggml_quantize_init(type);
-  ggml_quantize_chunk(type, f.data(), data.data(), 0, kN, kK, nullptr);
+  ggml_quantize_chunk(type, f.data(), data.data(), 0, s.n, s.k, nullptr);
   ggml_backend_tensor_set(w->t, data.data(), 0, data.size());
 }
 
-// The product's output row for activation row `at` of a batch of `width` rows, the others random.
-std::vector<float> product_row(const Backend& b, const Weight& w, const std::vector<float>& row, int64_t width, int64_t at, uint32_t seed) {
-  std::vector<float> x = randoms(static_cast<size_t>(kK * width), seed);
-  std::copy(row.begin(), row.end(), x.begin() + at * kK);
+// The product of the weight with rows [from, from + width) of the pool: width output rows of N.
+std::vector<float> product(const Backend& b, const Weight& w, const std::vector<float>& pool, int64_t from, int64_t width) {
+  const int64_t k = w.t->ne[0];
   Graph g;
-  ggml_tensor* in = g.input(GGML_TYPE_F32, kK, width, 1, x.data(), x.size() * sizeof(float));
-  const std::vector<float> y = g.run(b, ggml_mul_mat(g.ctx(), w.t, in));
-  return std::vector<float>(y.begin() + at * kN, y.begin() + (at + 1) * kN);
+  ggml_tensor* in = g.input(GGML_TYPE_F32, k, width, 1, pool.data() + from * k, static_cast<size_t>(k * width) * sizeof(float));
+  return g.run(b, ggml_mul_mat(g.ctx(), w.t, in));
 }
 
-void test_product(const Backend& b, ggml_type type) {
+// The products of the CUDA backend's exact kernels (native/patches/ggml-cuda-batch-invariant.patch)
+// are batch-invariant for the quantized types MMQ takes; F16 weights keep its stock kernels, chosen by
+// batch width.
+Scope product_scope(ggml_type type) { return ggml_is_quantized(type) ? Scope::kEveryBackend : Scope::kCpuOnly; }
+
+std::string product_name(ggml_type type, const Shape& s, const std::string& where) {
+  return std::string("a ") + ggml_type_name(type) + " product's row is the same in every batch (K " + std::to_string(s.k) + ", N " + std::to_string(s.n) +
+         ", 1 to " + std::to_string(s.widths.back()) + " rows; " + where + ")";
+}
+
+void test_product(const Backend& b, ggml_type type, const Shape& s) {
   Weight w;
-  make_weight(b, type, &w);
-  current = std::string("a ") + ggml_type_name(type) + " product's row is the same in every batch (" + w.where + ")";
-  const std::vector<float> row = randoms(static_cast<size_t>(kK), 99);
+  make_weight(b, type, s, &w);
+  current = product_name(type, s, w.where);
+  const int64_t most = s.widths.back();
+  const std::vector<float> pool = randoms(static_cast<size_t>(s.k * most), 99 + static_cast<uint32_t>(type));
   b.threads(2);
-  const std::vector<float> alone = product_row(b, w, row, 1, 0, 1);
+  const std::vector<float> whole = product(b, w, pool, 0, most);
+  const size_t row = static_cast<size_t>(s.n);
   float worst = 0.0f;
-  int compared = 0;
-  for (int threads : thread_counts()) {
+  int64_t compared = 0;
+  for (int threads : thread_counts(b)) {
     b.threads(threads);
-    for (int64_t width : {1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64}) {
-      for (int64_t at : {int64_t{0}, width / 2, width - 1}) {
-        const std::vector<float> beside = product_row(b, w, row, width, at, static_cast<uint32_t>(1000 * width + at));
-        ++compared;
-        if (!same_bits(alone.data(), beside.data(), alone.size())) {
-          worst = std::max(worst, largest_difference(alone.data(), beside.data(), alone.size()));
-          check(false, "row " + std::to_string(at) + " of " + std::to_string(width) + " on " + std::to_string(threads) + " threads differs from the row alone");
+    for (int64_t width : s.widths) {
+      // The batch at the pool's start, middle and end: every row of it at another place in its tiles
+      // than in the pool's batch.
+      std::vector<int64_t> starts = {0, (most - width) / 2, most - width};
+      starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+      for (int64_t from : starts) {
+        const std::vector<float> y = product(b, w, pool, from, width);
+        const float* want = whole.data() + static_cast<size_t>(from) * row;
+        compared += width;
+        if (same_bits(want, y.data(), y.size())) continue;
+        worst = std::max(worst, largest_difference(want, y.data(), y.size()));
+        for (int64_t r = 0; r < width; ++r) {
+          if (same_bits(want + r * s.n, y.data() + r * s.n, row)) continue;
+          check(false, "row " + std::to_string(r) + " of " + std::to_string(width) + " (pool row " + std::to_string(from + r) + ") on " +
+                           std::to_string(threads) + " threads differs from the same row in a batch of " + std::to_string(most));
+          break;
         }
       }
     }
   }
-  std::printf("# %s: %d placements compared, largest difference %g\n", current.c_str(), compared, static_cast<double>(worst));
+  std::printf("# %s: %lld rows compared, largest difference %g\n", current.c_str(), static_cast<long long>(compared), static_cast<double>(worst));
 }
 
 // ---- attention ----
@@ -365,26 +422,33 @@ std::vector<Cell> ring_of(int ring) {
 // A sliding window that starts mid-block, so that no row's cells extend another's.
 constexpr int kWindow = 40;
 
-void test_attention(const Backend& b) {
-  current = "an attention row is the same whatever shares its cache and its batch";
-  b.threads(2);
+// The cases of test_attention, each with the backends it is required of: the cells in position
+// order (contiguous, cut anywhere, or in the gathered layout's chunks) on every backend; the cells
+// in any other order (interleaved, a ring) on the CPU's kernel alone, which gathers them by
+// position where CUDA's reduces them in cell order.
+struct AttentionCase {
+  std::string name;
+  Scope scope;
+  std::vector<Cell> cells;
+  std::vector<Query> queries;
+  const std::vector<float>* reference = nullptr;  // the rows alone unless set
+  int window = 0;
+};
+
+// The rows each case is held to, computed on the backend under test.
+struct AttentionReferences {
+  std::vector<float> alone;         // the probe's rows, alone in a cache of its own cells
+  std::vector<float> chunk_alone;   // the same in its chunk of the gathered layout
+  std::vector<float> window_alone;  // each row alone, in a sliding window
+};
+
+std::vector<AttentionCase> attention_cases(const AttentionReferences& refs) {
   const std::vector<Query> mine = probe_rows();
-  const std::vector<float> alone = attend(b, contiguous(0), mine);
-  // The gathered cases are held to the probe's chunk alone, so that they test the chunks' order
-  // and neighbours, not the cut of the cache (the cases above).
-  const std::vector<float> chunk_alone = attend(b, chunked(0, 0), mine);
-  struct Case {
-    std::string name;
-    std::vector<Cell> cells;
-    std::vector<Query> queries;
-    const std::vector<float>* reference = nullptr;  // the rows alone unless set
-    int window = 0;
-  };
-  std::vector<Case> cases;
-  for (int pad : {1, 63, 64, 200}) cases.push_back({"the cache cut " + std::to_string(pad) + " cells later", contiguous(pad), mine});
+  std::vector<AttentionCase> cases;
+  for (int pad : {1, 63, 64, 200}) cases.push_back({"the cache cut " + std::to_string(pad) + " cells later", Scope::kEveryBackend, contiguous(pad), mine});
   for (int n = 1; n < kProbeRows; ++n) {
     // One query row alone: the kernels that split a single row over the cache.
-    cases.push_back({"row " + std::to_string(n) + " alone", contiguous(0), {mine[static_cast<size_t>(n)]}});
+    cases.push_back({"row " + std::to_string(n) + " alone", Scope::kEveryBackend, contiguous(0), {mine[static_cast<size_t>(n)]}});
   }
   for (int others : {1, 3}) {
     for (uint32_t seed : {1u, 2u}) {
@@ -394,44 +458,69 @@ void test_attention(const Backend& b) {
       }
       std::shuffle(beside.begin(), beside.end(), std::mt19937(seed));
       cases.push_back({"interleaved among " + std::to_string(others) + " sequences' cells, rows shuffled among theirs (" + std::to_string(seed) + ")",
-                       interleaved(others, seed), beside});
-      cases.push_back({"interleaved among " + std::to_string(others) + " sequences' cells, alone in the batch", interleaved(others, seed + 10), mine});
+                       Scope::kCpuOnly, interleaved(others, seed), beside});
+      cases.push_back(
+          {"interleaved among " + std::to_string(others) + " sequences' cells, alone in the batch", Scope::kCpuOnly, interleaved(others, seed + 10), mine});
     }
   }
+  // The gathered cases are held to the probe's chunk alone, so that they test the chunks' order
+  // and neighbours, not the cut of the cache (the cases above).
   for (const auto& [before, after] : std::vector<std::pair<int, int>>{{1, 0}, {0, 2}, {2, 1}}) {
-    cases.push_back({"gathered: " + std::to_string(before) + " other chunks before the probe's, " + std::to_string(after) + " after", chunked(before, after),
-                     mine, &chunk_alone});
+    cases.push_back({"gathered: " + std::to_string(before) + " other chunks before the probe's, " + std::to_string(after) + " after", Scope::kEveryBackend,
+                     chunked(before, after), mine, &refs.chunk_alone});
   }
   std::vector<Query> among = mine;
   for (int s = 1; s <= 3; ++s) {
     for (int p = kChunk - 40; p < kChunk; ++p) among.push_back({s, p});
   }
   std::shuffle(among.begin(), among.end(), std::mt19937(7));
-  cases.push_back({"gathered: among 3 other chunks, rows shuffled among theirs", chunked(2, 1), among, &chunk_alone});
+  cases.push_back({"gathered: among 3 other chunks, rows shuffled among theirs", Scope::kEveryBackend, chunked(2, 1), among, &refs.chunk_alone});
   // Beyond the 64-row tile: the probe's rows inside a batch of more than 64 rows of another sequence.
   std::vector<Query> wide = mine;
   for (int r = 0; r < 90; ++r) wide.push_back({1, 56});
-  cases.push_back({"beside 90 rows of another sequence", interleaved(1, 5), wide});
+  cases.push_back({"beside 90 rows of another sequence, interleaved", Scope::kCpuOnly, interleaved(1, 5), wide});
+  std::vector<Query> wide_chunk = mine;
+  for (int p = kChunk - 90; p < kChunk; ++p) wide_chunk.push_back({1, p});
+  std::shuffle(wide_chunk.begin(), wide_chunk.end(), std::mt19937(13));
+  cases.push_back({"gathered: beside 90 rows of another sequence", Scope::kEveryBackend, chunked(1, 0), wide_chunk, &refs.chunk_alone});
   // In a sliding window each row's cells start one position later than the previous row's: held to
   // each row computed alone.
-  std::vector<float> window_alone;
-  for (const Query& row : mine) {
-    const std::vector<float> r = attend(b, contiguous(0), {row}, kWindow);
-    window_alone.insert(window_alone.end(), r.begin(), r.end());
-  }
   std::vector<Query> window_beside = mine;
   for (int r = 0; r < 70; ++r) window_beside.push_back({1 + r % 2, 40 + (r * 13) % 40});
   std::shuffle(window_beside.begin(), window_beside.end(), std::mt19937(11));
   const std::string w = "a window of " + std::to_string(kWindow) + ": ";
-  cases.push_back({w + "the rows together", contiguous(0), mine, &window_alone, kWindow});
-  cases.push_back({w + "the rows together, in a ring of 64 cells", ring_of(64), mine, &window_alone, kWindow});
-  cases.push_back({w + "interleaved among 2 sequences' cells, rows shuffled among theirs", interleaved(2, 3), window_beside, &window_alone, kWindow});
+  cases.push_back({w + "the rows together", Scope::kEveryBackend, contiguous(0), mine, &refs.window_alone, kWindow});
+  cases.push_back({w + "the rows together, in a ring of 64 cells", Scope::kCpuOnly, ring_of(64), mine, &refs.window_alone, kWindow});
+  cases.push_back(
+      {w + "interleaved among 2 sequences' cells, rows shuffled among theirs", Scope::kCpuOnly, interleaved(2, 3), window_beside, &refs.window_alone, kWindow});
+  return cases;
+}
+
+std::string attention_name(Scope scope) {
+  return scope == Scope::kEveryBackend ? "an attention row is the same whatever shares its cache and its batch, its cells in position order"
+                                       : "an attention row is the same whatever shares its cache and its batch, its cells in any order";
+}
+
+// The attention cases of one scope, each held bit for bit to its reference.
+void test_attention(const Backend& b, Scope scope) {
+  current = attention_name(scope);
+  b.threads(2);
+  const std::vector<Query> mine = probe_rows();
+  AttentionReferences refs;
+  refs.alone = attend(b, contiguous(0), mine);
+  refs.chunk_alone = attend(b, chunked(0, 0), mine);
+  for (const Query& row : mine) {
+    const std::vector<float> r = attend(b, contiguous(0), {row}, kWindow);
+    refs.window_alone.insert(refs.window_alone.end(), r.begin(), r.end());
+  }
+  std::vector<AttentionCase> cases = attention_cases(refs);
+  cases.erase(std::remove_if(cases.begin(), cases.end(), [scope](const AttentionCase& c) { return c.scope != scope; }), cases.end());
   float worst = 0.0f;
-  for (int threads : thread_counts()) {
+  for (int threads : thread_counts(b)) {
     b.threads(threads);
-    for (const Case& c : cases) {
+    for (const AttentionCase& c : cases) {
       std::vector<float> got = attend(b, c.cells, c.queries, c.window);
-      const std::vector<float>& want = c.reference != nullptr ? *c.reference : alone;
+      const std::vector<float>& want = c.reference != nullptr ? *c.reference : refs.alone;
       // A case with one row gives that row only: compare it with the same row alone.
       const size_t row = static_cast<size_t>(kD * kHeads);
       size_t offset = 0;
@@ -447,7 +536,7 @@ void test_attention(const Backend& b) {
       }
     }
   }
-  std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), thread_counts().size() * cases.size(), static_cast<double>(worst));
+  std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), thread_counts(b).size() * cases.size(), static_cast<double>(worst));
 }
 
 // Invariance alone would pass a kernel that is wrong the same way everywhere (a query head reading
@@ -473,7 +562,7 @@ void test_attention_values(const Backend& b) {
   // within 1e-3; a query head that read another head's query was off by 0.16.
   constexpr float kTolerance = 1e-2f;
   float worst = 0.0f;
-  for (int threads : thread_counts()) {
+  for (int threads : thread_counts(b)) {
     b.threads(threads);
     for (const Case& c : cases) {
       const std::vector<float> got = attend(b, c.cells, c.queries, c.window);
@@ -487,50 +576,68 @@ void test_attention_values(const Backend& b) {
       check(d <= kTolerance, c.name + " on " + std::to_string(threads) + " threads is " + std::to_string(d) + " from the reference");
     }
   }
-  std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), thread_counts().size() * cases.size(), static_cast<double>(worst));
+  std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), thread_counts(b).size() * cases.size(), static_cast<double>(worst));
 }
 
 // The catalogue's weight types and the types docs/models.md recommends.
 const ggml_type kTypes[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1};
 
-int run_backend(const Backend& b, bool required) {
+// Runs one test (which names itself in `current`) and prints its result line with its tag; returns
+// its failed checks.
+int run_test(Scope scope, const std::function<void()>& test) {
   const int before = failures;
-  std::printf("# backend %s%s\n", ggml_backend_name(b.backend), required ? "" : " (reported, not required)");
-  for (ggml_type t : kTypes) {
-    const int f = failures;
-    test_product(b, t);
-    std::printf("%s %s\n", failures == f ? "ok" : "not ok", current.c_str());
-  }
-  for (const auto& test : {test_attention, test_attention_values}) {
-    const int f = failures;
-    test(b);
-    std::printf("%s %s\n", failures == f ? "ok" : "not ok", current.c_str());
-  }
+  test();
   const int failed = failures - before;
-  if (!required) failures = before;
+  std::printf("%s %s %s\n", failed == 0 ? "ok" : "not ok", current.c_str(), tag(scope));
   return failed;
+}
+
+// Every test on one backend; returns the failed checks of the tests required of it: all of them on
+// the CPU, the [every backend] ones elsewhere, none when `reported` (the stock kernels).
+int run_backend(const Backend& b, const Shape& shape, bool reported) {
+  std::printf("# backend %s (%s device%s)\n", ggml_backend_name(b.backend), b.cpu ? "CPU" : "GPU", reported ? ", stock kernels: reported, not required" : "");
+  int required_failed = 0;
+  const auto run = [&](Scope scope, const std::function<void()>& test) {
+    const int failed = run_test(scope, test);
+    if (!reported && (b.cpu || scope == Scope::kEveryBackend)) required_failed += failed;
+  };
+  for (ggml_type t : kTypes) run(product_scope(t), [&] { test_product(b, t, shape); });
+  for (Scope scope : {Scope::kEveryBackend, Scope::kCpuOnly}) run(scope, [&] { test_attention(b, scope); });
+  run(Scope::kEveryBackend, [&] { test_attention_values(b); });
+  return required_failed;
+}
+
+bool has_flag(int argc, char** argv, const std::string& flag) {
+  return std::find_if(argv + 1, argv + argc, [&flag](const char* a) { return flag == a; }) != argv + argc;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool all = argc > 1 && std::string(argv[1]) == "--backend" && argc > 2 && std::string(argv[2]) == "all";
-  const bool stock = std::find_if(argv, argv + argc, [](const char* a) { return std::string(a) == "--stock"; }) != argv + argc;
+  const bool all = argc > 2 && std::string(argv[1]) == "--backend" && std::string(argv[2]) == "all";
+  const bool stock = has_flag(argc, argv, "--stock");
+  // The CPU keeps the suite's size: at --large its single-thread pass alone takes minutes.
+  const Shape& gpu_shape = has_flag(argc, argv, "--large") ? kLarge : kSuite;
+  // Line by line, so that op-test.txt keeps every result before a crash.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   ggml_backend_load_all();
   // A GPU backend reads its switch when the backend is created (native/patches/ggml-cuda-*).
   setenv("GGML_CUDA_BATCH_INVARIANT", stock ? "0" : "1", 1);
+  // The CPU first: its section is the reference, and complete even if a GPU's ends the program.
+  std::vector<ggml_backend_dev_t> devices;
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) devices.push_back(ggml_backend_dev_get(i));
+  std::stable_partition(devices.begin(), devices.end(), [](ggml_backend_dev_t d) { return ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_CPU; });
   int required_failures = 0;
-  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+  for (ggml_backend_dev_t dev : devices) {
     Backend b;
-    b.dev = ggml_backend_dev_get(i);
+    b.dev = dev;
     const auto type = ggml_backend_dev_type(b.dev);
     b.cpu = type == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!b.cpu && !(all && type == GGML_BACKEND_DEVICE_TYPE_GPU)) continue;
     b.backend = ggml_backend_dev_init(b.dev, nullptr);
     // The engine's exact kernels; --stock shows what llama.cpp's own kernels do (reported only).
     if (b.cpu) ggml_backend_cpu_set_batch_invariant(b.backend, !stock);
-    const int failed = run_backend(b, b.cpu && !stock);
-    if (b.cpu && !stock) required_failures += failed;
+    required_failures += run_backend(b, b.cpu ? kSuite : gpu_shape, stock);
     ggml_backend_free(b.backend);
   }
   std::printf("%d failure(s)\n", required_failures);

@@ -12,7 +12,7 @@ stdout and exits with its status:
 
 A difference decides even when other evidence is missing; NO VERDICT only when none was found.
 Lines on stderr say what was read: every determinism column, judged or reported, and each op test
-backend's results.
+backend's required and reported cases.
 
 What is judged (native/tools/scorer_bench.cc and native/tests/op_invariance_test.cc are the
 sources):
@@ -30,13 +30,18 @@ sources):
   all five columns without an error. The setup record does not say which measurements a run was
   asked for, so a run that wrote nothing after it (killed at once) is reported, not counted
   missing: its step's failure is what makes the call's status non-zero.
-- Op test: "# backend <name>" starts a backend's section, with " (reported, not required)"
-  appended when its results are only reported; "ok <case>" / "not ok <case>" is a case's result,
-  "  FAIL <case>: <what>" one failed check under it; "<n> failure(s)" closes the output with the
-  required backends' failures. Required: the sections without that mark, which is the CPU
-  backend with its batch-invariant kernels (the promise's reference; a GPU backend's sections are
-  reported, since some cases hold properties only the CPU kernel has). The output must be
-  complete (its closing line) and have a required section.
+- Op test: "# backend <name> (<type> device)" starts a backend's section (type CPU or GPU), with
+  ", stock kernels: reported, not required" inside the brackets when none of it is required (the
+  stock kernels, --stock); "ok <case> [<tag>]" / "not ok <case> [<tag>]" is a case's result, the tag
+  the backends it is required of: "[every backend]", or "[CPU only]" (a property only the CPU's
+  exact kernel has: an F16 product, which CUDA leaves to its stock kernels, attention over cells in
+  any order); "  FAIL <case>: <what>" is one failed check under it; "<n> failure(s)" closes the
+  output with the required cases' failed checks. Required: every case of a CPU section, the
+  "[every backend]" cases of a GPU section (its "[CPU only]" cases are reported apart, never
+  decisive). An older output's untagged case, or a section with no type, is held as required, an
+  old "# backend <name> (reported, not required)" section as reported. The output must be complete
+  (its closing line) and have a required section, and a GPU call (a scorer bench run with layers on
+  a GPU) a GPU section with a required case.
 """
 
 import argparse
@@ -47,8 +52,8 @@ import sys
 COLUMNS = ("cold_vs_cached", "alone_vs_batched", "alone_vs_batched_cached", "cold_vs_head_cached", "copied_vs_shared")
 LAYOUTS = ("shared", "copied")
 
-BACKEND = re.compile(r"^# backend (.+?)( \(reported, not required\))?$")
-RESULT = re.compile(r"^(not ok|ok) (.+)$")
+BACKEND = re.compile(r"^# backend (\S+)(?: \((.*)\))?$")
+RESULT = re.compile(r"^(not ok|ok) (.+?)(?: \[(every backend|CPU only)\])?$")
 CLOSING = re.compile(r"^(\d+) failure\(s\)$")
 
 
@@ -67,8 +72,8 @@ class Run:
         self.kernels = setup.get("kernels", "?")
         self.columns = []  # (compare, record) in file order
         self.others = 0  # records of other measurements (prefill, decisions, memory)
-        on_gpu = (setup.get("gpu_layers") or 0) > 0 and bool(setup.get("gpus"))
-        self.gpu_without_gather = self.layout == "shared" and on_gpu and setup.get("kv_gather") is False
+        self.on_gpu = (setup.get("gpu_layers") or 0) > 0 and bool(setup.get("gpus"))
+        self.gpu_without_gather = self.layout == "shared" and self.on_gpu and setup.get("kv_gather") is False
         self.exact = self.kernels == "exact" and not self.gpu_without_gather
 
     @property
@@ -147,45 +152,72 @@ def judge_scorer(runs, differences, gaps, report):
             gaps.append("no exact-kernel determinism run in the %s layout" % layout)
 
 
-def judge_op_test(path, failures, gaps, report):
+class Section:
+    """One backend's section of the op test's output."""
+
+    def __init__(self, name, notes):
+        self.name = name
+        notes = notes or ""
+        self.reported = "reported, not required" in notes
+        m = re.match(r"(CPU|GPU) device", notes)
+        self.device = m.group(1) if m else None
+        self.results = []  # (case, ok, tag) in output order
+
+    def required(self, tag):
+        """Whether a case with this tag decides on this backend."""
+        return not self.reported and (tag != "CPU only" or self.device != "GPU")
+
+    def describe(self):
+        kind = "%s device" % self.device if self.device else "no device type"
+        if self.reported:
+            return "%s, every case reported" % kind
+        return kind
+
+    def summary(self):
+        parts = []
+        for label, decides in (("required", True), ("reported", False)):
+            cases = [(c, ok, tag) for c, ok, tag in self.results if self.required(tag) == decides]
+            if not cases and not decides:
+                continue
+            bad = ["\n  not ok %s%s" % (c, " [%s]" % tag if tag else "") for c, ok, tag in cases if not ok]
+            parts.append("%s: %d ok, %d not ok%s" % (label, len(cases) - len(bad), len(bad), "".join(bad)))
+        return "op test, backend %s (%s): %s" % (self.name, self.describe(), "; ".join(parts))
+
+
+def judge_op_test(path, failures, gaps, report, on_gpu):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = f.read().splitlines()
     except OSError:
         gaps.append("no op test output (%s): it did not run" % path)
         return
-    sections = []  # [name, required, ok count, not ok cases]
+    sections = []
     closing = None
     for text in lines:
         m = BACKEND.match(text)
         if m:
-            sections.append([m.group(1), m.group(2) is None, 0, []])
+            sections.append(Section(m.group(1), m.group(2)))
             continue
         m = RESULT.match(text)
         if m:
             if not sections:  # results before any backend line: held as required
-                sections.append(["(no backend line)", True, 0, []])
-            if m.group(1) == "ok":
-                sections[-1][2] += 1
-            else:
-                sections[-1][3].append(m.group(2))
+                sections.append(Section("(no backend line)", None))
+            sections[-1].results.append((m.group(2), m.group(1) == "ok", m.group(3)))
             continue
         m = CLOSING.match(text)
         if m:
             closing = int(m.group(1))
-    for name, required, ok, not_ok in sections:
-        report.append(
-            "op test, backend %s (%s): %d ok, %d not ok%s"
-            % (name, "required" if required else "reported", ok, len(not_ok), "".join("\n  not ok " + c for c in not_ok))
-        )
-        if required:
-            failures.extend("op test %s (backend %s)" % (c, name) for c in not_ok)
+    for s in sections:
+        report.append(s.summary())
+        failures.extend("op test %s (backend %s)" % (c, s.name) for c, ok, tag in s.results if not ok and s.required(tag))
     if closing is None:
         gaps.append("the op test did not finish (no closing 'N failure(s)' line in %s)" % path)
     elif closing > 0 and not failures:
         failures.append("op test: %d required failure(s), no case named" % closing)
-    if not any(required for _, required, _, _ in sections):
+    if not any(s.required(tag) for s in sections for _, _, tag in s.results):
         gaps.append("the op test ran no required backend")
+    if on_gpu and not any(s.device == "GPU" and s.required(tag) for s in sections for _, _, tag in s.results):
+        gaps.append("the op test ran no GPU backend's required cases, on a GPU call")
 
 
 def verdict(scorer, op_test):
@@ -196,7 +228,8 @@ def verdict(scorer, op_test):
         gaps.append("no scorer bench records (%s)" % scorer)
     else:
         judge_scorer(runs, differences, gaps, report)
-    judge_op_test(op_test, failures, gaps, report)
+    on_gpu = bool(runs) and any(r.on_gpu for r in runs)
+    judge_op_test(op_test, failures, gaps, report, on_gpu)
     offending = differences + failures
     if offending:
         more = ", first of %d" % len(offending) if len(offending) > 1 else ""

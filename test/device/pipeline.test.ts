@@ -34,7 +34,10 @@ t.test('gpu-bench.sh with GPU=0 runs every step and writes what the device tool 
   // The verdict (scripts/lib/device-verdict.py) first: exact kernels' columns and the required op tests.
   t.equal(summary.split('\n')[0], 'deterministic', 'the verdict is the first line');
   t.match(summary, /op tests: ok/);
-  t.match(run.files['op-test.txt'], /^# backend CPU\n[^]*^0 failure\(s\)$/m, "the op test's whole output comes back");
+  t.match(run.files['op-test.txt'], /^# backend CPU \(CPU device\)\n[^]*^0 failure\(s\)$/m, "the op test's whole output comes back");
+  t.match(run.files['op-test.txt'], /^ok .* \[every backend\]$[^]*^ok .* \[CPU only\]$/m, 'its cases tagged');
+  // The verdict's tools first, the benches' in the background, waited for before bench:api.
+  t.match(summary, /built the CPU arbitra-op-test arbitra-scorer-bench arbitra-synth-gguf in [^]*built arbitra llama-bench llama-server in \d+ s/);
   // the unpacked llama.cpp has no git history: the addon still names the commit it was built from
   const commit = packed()!.llamaCpp;
   t.match(summary, new RegExp(`addon: llama\\.cpp \\S+-${commit}\\b`), `the addon names llama.cpp ${commit}`);
@@ -56,8 +59,17 @@ t.test('gpu-bench.sh with GPU=0 runs every step and writes what the device tool 
   t.ok(JSON.parse(run.files['llama-bench.json']!) instanceof Array, 'llama-bench wrote its JSON');
 
   const api = JSON.parse(run.files['api.json']!) as {
+    sides: Array<{ name: string; engines?: Array<{ kernels: string | null; deterministic: boolean | null }> }>;
     rows: Array<{ workload: string; concurrency: number; results: Record<string, { completed: number; failed: number }> }>;
   };
+  // Each of our engines' load-time check, as /health gave it, kept beside the figures: the exact
+  // kernels' true on the CPU, the fast ones' checked (false as measured here, not asserted).
+  const engines = Object.fromEntries(
+    api.sides.map((s) => [s.name, s.engines?.map((e) => `${e.kernels} kernels, ${e.deterministic === null ? 'not checked' : 'checked'}`)]),
+  );
+  t.same(engines, { 'ours exact': ['exact kernels, checked'], 'ours fast': ['fast kernels, checked'], 'llama-server': undefined });
+  t.equal(api.sides.find((s) => s.name === 'ours exact')?.engines?.[0]?.deterministic, true, 'exact kernels: deterministic');
+  t.match(run.files['api.md'], /^- Load-time check and resolved path \(GET \/health, `engines\[\]`\): ours exact: engine 0: exact kernels, deterministic/m);
   t.same(
     api.rows.map((r) => `${r.workload}@${r.concurrency}`),
     ['a', 'b'].flatMap((w) => API_CONCURRENCY.split(',').map((c) => `${w}@${c}`)),

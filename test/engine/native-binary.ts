@@ -1,6 +1,7 @@
 // Runs a native test binary built with the addon (native/tests) and turns each of its "ok"/"not
 // ok <test>" lines into one assertion, with the "  FAIL <test>: …" and "# <test>: …" lines it
-// printed under that test as the message.
+// printed under that test as the message. A result line may end with a tag in brackets (the op
+// test's "[every backend]" or "[CPU only]"), which is not part of the test's name.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,9 +19,9 @@ export function runNativeTests(t: Test, name: string, opts: { atLeast: number; t
   const results = lines.filter((l) => /^(not )?ok /.test(l));
   t.ok(results.length >= opts.atLeast, `the tests ran (${results.length} of them)`);
   for (const line of results) {
-    const test = line.replace(/^(not )?ok /, '');
+    const [, test = '', tag] = /^(?:not )?ok (.*?)(?: (\[[^\]]*\]))?$/.exec(line)!;
     const why = lines.filter((l) => l.startsWith(`  FAIL ${test}:`) || l.startsWith(`# ${test}:`)).join('\n');
-    t.ok(line.startsWith('ok '), test + (why ? `\n${why}` : ''));
+    t.ok(line.startsWith('ok '), (tag ? `${test} ${tag}` : test) + (why ? `\n${why}` : ''));
   }
   t.equal(run.status, 0, `the binary exits 0${run.stderr ? `\n${run.stderr.slice(-4000)}` : ''}`);
 }

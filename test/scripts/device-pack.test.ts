@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { DEVICE_COMMAND, LLAMA_PATHS, NODE_MAJOR, PACK_FILES } from '../../scripts/device-pack.mjs';
+import { DEVICE_COMMAND, DEVICE_TIMEOUT_S, DEVICE_TIMEOUT_S_QUICK, LLAMA_PATHS, NODE_MAJOR, PACK_FILES } from '../../scripts/device-pack.mjs';
 import { NODE_ABI, NODE_WHEEL } from '../../scripts/lib/node-runtime.mjs';
 import { foreignBinary, runtimeModuleFiles, runtimePackages, type Target } from '../../scripts/lib/runtime-modules.mjs';
 import { importsOf, packagesOf, sourceFiles } from '../architecture/imports.js';
@@ -115,10 +115,18 @@ t.test("llama.cpp's packed folders exist in its tree and stay within their size"
 t.test('gpu-bench.sh reads the files the pack writes and builds targets the addon tree has', async (t) => {
   for (const f of Object.values(PACK_FILES)) t.ok(gpuBench.includes(`$PACK/${f}`), `reads $PACK/${f}`);
   t.ok(DEVICE_COMMAND.length <= 2000 && DEVICE_COMMAND.includes('scripts/gpu-bench.sh'), DEVICE_COMMAND);
+  // Issue 52: the call's steps within 8 minutes of a 9-minute timeout_s, QUICK=1's within 5 minutes.
+  const deadlines = [...gpuBench.matchAll(/^ {2}DEADLINE=\$\{DEADLINE:-(\d+)\}$/gm)].map((m) => Number(m[1]));
+  t.same(deadlines, [290, 480], 'the deadlines of QUICK=1 and of the full call');
+  t.ok(DEVICE_TIMEOUT_S <= 540 && DEVICE_TIMEOUT_S - deadlines[1]! >= 60, `the full call: deadline ${deadlines[1]} s in timeout_s ${DEVICE_TIMEOUT_S}`);
+  t.ok(deadlines[0]! <= 300 && DEVICE_TIMEOUT_S_QUICK - deadlines[0]! >= 30, `QUICK=1: deadline ${deadlines[0]} s in timeout_s ${DEVICE_TIMEOUT_S_QUICK}`);
   const appFiles = /^APP_FILES=\(([^)]*)\)/m.exec(gpuBench)![1]!.split(/\s+/);
   for (const f of appFiles) t.ok(fs.existsSync(path.join(root, f)), `${f}, copied into the app folder, exists`);
-  const targets = /^TARGETS=\(([^)]*)\)/m.exec(gpuBench)![1]!.split(/\s+/);
-  t.same(targets.sort(), ['arbitra', 'arbitra-op-test', 'arbitra-scorer-bench', 'arbitra-synth-gguf', 'llama-bench', 'llama-server']);
+  // The verdict's tools first, the benches' after: between them every target the steps run.
+  const listed = (name: string): string[] => new RegExp(`^${name}=\\(([^)]*)\\)`, 'm').exec(gpuBench)![1]!.split(/\s+/);
+  t.same(listed('VERDICT_TARGETS'), ['arbitra-op-test', 'arbitra-scorer-bench', 'arbitra-synth-gguf']);
+  t.same(listed('BENCH_TARGETS'), ['arbitra', 'llama-bench', 'llama-server']);
+  const targets = [...listed('VERDICT_TARGETS'), ...listed('BENCH_TARGETS')];
   // Configured as scripts/gpu-bench.sh does (without cmake-js, whose only part here is Node's headers).
   const build = tmp();
   const configure = spawnSync(
@@ -154,6 +162,7 @@ t.test('gpu-bench.sh refuses bad arguments and a missing pack before it builds a
   t.match(gpuBenchRun({}), { status: 1, stderr: /set OUT/ });
   t.match(gpuBenchRun({ OUT: out, WORK: work, GPU: '2' }), { status: 2, stderr: /GPU must be 0 or 1/ });
   t.match(gpuBenchRun({ OUT: out, WORK: work, DEADLINE: '9m' }), { status: 2, stderr: /DEADLINE must be a number/ });
+  t.match(gpuBenchRun({ OUT: out, WORK: work, API_SECONDS: '1.5' }), { status: 2, stderr: /API_SECONDS must be a whole number/ });
   const empty = tmp();
   t.match(gpuBenchRun({ OUT: out, WORK: work, GPU: '0', PACK: empty }), {
     status: 3,

@@ -99,28 +99,44 @@ function cpuCall(change: Partial<Record<string, Partial<RunSpec>>> = {}): string
   return [...lines, ...prefillRun('shared'), ...prefillRun('copied')];
 }
 
-const PRODUCTS = ['q4_K', 'q5_K', 'q6_K', 'q8_0', 'f16', 'q4_0', 'q4_1'].map(
-  (type) => `a ${type} product's row is the same in every batch (${type === 'f16' ? 'CPU' : 'CPU_REPACK'})`,
-);
-const ATTENTION = ['an attention row is the same whatever shares its cache and its batch', 'an attention row is attention over the cells it sees'];
+type Tag = 'every backend' | 'CPU only';
+interface OpCase {
+  name: string;
+  tag: Tag;
+}
 
-/** One backend's section of the op test's output, `failed` naming the cases that read `not ok`. */
-function opBackend(name: string, required: boolean, failed: string[] = []): string[] {
-  const lines = [`# backend ${name}${required ? '' : ' (reported, not required)'}`];
+const PRODUCTS: OpCase[] = ['q4_K', 'q5_K', 'q6_K', 'q8_0', 'f16', 'q4_0', 'q4_1'].map((type) => ({
+  name: `a ${type} product's row is the same in every batch (K 2048, N 512, 1 to 130 rows; ${type === 'f16' ? 'CPU' : 'CPU_REPACK'})`,
+  tag: type === 'f16' ? 'CPU only' : 'every backend',
+}));
+const IN_ORDER: OpCase = { name: 'an attention row is the same whatever shares its cache and its batch, its cells in position order', tag: 'every backend' };
+const ANY_ORDER: OpCase = { name: 'an attention row is the same whatever shares its cache and its batch, its cells in any order', tag: 'CPU only' };
+const VALUES: OpCase = { name: 'an attention row is attention over the cells it sees', tag: 'every backend' };
+const ATTENTION = [IN_ORDER, ANY_ORDER, VALUES];
+const F16 = PRODUCTS[4]!;
+
+/**
+ * One backend's section of the op test's output as native/tests/op_invariance_test.cc prints it,
+ * `failed` naming the cases that read `not ok`; `stock`: the section --stock prints, all reported.
+ */
+function opBackend(name: string, device: 'CPU' | 'GPU', failed: OpCase[] = [], stock = false): string[] {
+  const lines = [`# backend ${name} (${device} device${stock ? ', stock kernels: reported, not required' : ''})`];
   for (const test of [...PRODUCTS, ...ATTENTION]) {
     const bad = failed.includes(test);
-    if (bad) for (const n of [1, 2, 3]) lines.push(`  FAIL ${test}: row ${n} of 4 on 3 threads differs from the row alone`);
-    lines.push(`# ${test}: 99 placements compared, largest difference ${bad ? 0.0123 : 0}`, `${bad ? 'not ok' : 'ok'} ${test}`);
+    if (bad) for (const n of [1, 2, 3]) lines.push(`  FAIL ${test.name}: row ${n} of 4 on 3 threads differs from the row alone`);
+    lines.push(`# ${test.name}: 99 rows compared, largest difference ${bad ? 0.0123 : 0}`, `${bad ? 'not ok' : 'ok'} ${test.name} [${test.tag}]`);
   }
   return lines;
 }
 
-/** The op test's whole output, as `--backend all` prints it on a CUDA build: the GPU first, the CPU last. */
-const opTest = (cpuFailed: string[] = [], gpuFailed: string[] = [ATTENTION[0]!, PRODUCTS[4]!]): string[] => [
-  ...opBackend('CUDA0', false, gpuFailed),
-  ...opBackend('CPU', true, cpuFailed),
-  `${cpuFailed.length * 3} failure(s)`,
-];
+/**
+ * The op test's whole output, as `--backend all` prints it on a CUDA build: the CPU first, then the
+ * GPU, whose [CPU only] cases fail by default (as they may there) and are reported, not required.
+ */
+function opTest(cpuFailed: OpCase[] = [], gpuFailed: OpCase[] = [ANY_ORDER, F16]): string[] {
+  const required = cpuFailed.length + gpuFailed.filter((c) => c.tag === 'every backend').length;
+  return [...opBackend('CPU', 'CPU', cpuFailed), ...opBackend('CUDA0', 'GPU', gpuFailed), `${required * 3} failure(s)`];
+}
 
 const tmp = (): string => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'arbitra-device-verdict-'));
@@ -151,8 +167,8 @@ t.test('every exact column 0 in both layouts and the required op tests ok: deter
   t.equal(v.line, 'deterministic\n', 'one line');
   t.match(v.read, /shared layout, fast kernels, gather off \(setup on line \d+\) \(reported\): cold_vs_cached 0\.37/);
   t.match(v.read, /copied layout, exact kernels \(setup on line \d+\): cold_vs_cached 0, alone_vs_batched 0,/);
-  t.match(v.read, /op test, backend CUDA0 \(reported\): 7 ok, 2 not ok/);
-  t.match(v.read, /op test, backend CPU \(required\): 9 ok, 0 not ok/);
+  t.match(v.read, /op test, backend CPU \(CPU device\): required: 10 ok, 0 not ok\n/);
+  t.match(v.read, /op test, backend CUDA0 \(GPU device\): required: 8 ok, 0 not ok; reported: 0 ok, 2 not ok\n {2}not ok a f16 product/);
 });
 
 t.test('one exact column at 0.2: NOT deterministic, naming the column, its difference and the layout', async (t) => {
@@ -204,21 +220,51 @@ t.test("on a GPU, the shared pool's exact run with its gather turned off is repo
   t.match(verdict(gpuCall), { status: 1, line: 'NOT deterministic: alone_vs_batched 0.15 (shared layout, exact kernels)\n' });
 });
 
-t.test("a required op test that fails: NOT deterministic, naming it; the GPU's failures are reported only", async (t) => {
+t.test("a required op test that fails: NOT deterministic, naming it; a GPU's [CPU only] cases are reported only", async (t) => {
   const v = verdict(cpuCall(), opTest([PRODUCTS[0]!]));
   t.equal(v.status, 1, v.read);
-  t.equal(v.line, `NOT deterministic: op test ${PRODUCTS[0]} (backend CPU)\n`);
-  t.match(v.read, /op test, backend CPU \(required\): 8 ok, 1 not ok\n {2}not ok a q4_K product/);
-  // Every GPU case failing changes nothing.
-  t.match(verdict(cpuCall(), opTest([], [...PRODUCTS, ...ATTENTION])), { status: 0, line: 'deterministic\n' });
+  t.equal(v.line, `NOT deterministic: op test ${PRODUCTS[0]!.name} (backend CPU)\n`);
+  t.match(v.read, /op test, backend CPU \(CPU device\): required: 9 ok, 1 not ok\n {2}not ok a q4_K product.* \[every backend\]\n/);
+  // On the CPU the [CPU only] cases are required too.
+  for (const c of [F16, ANY_ORDER]) t.match(verdict(cpuCall(), opTest([c])), { status: 1, line: `NOT deterministic: op test ${c.name} (backend CPU)\n` });
+  // On a GPU the [every backend] cases decide...
+  for (const c of [PRODUCTS[0]!, PRODUCTS[6]!, IN_ORDER, VALUES]) {
+    t.match(verdict(cpuCall(), opTest([], [c, F16])), { status: 1, line: `NOT deterministic: op test ${c.name} (backend CUDA0)\n` }, c.name);
+  }
+  // ...and its [CPU only] cases, failing all, change nothing.
+  const gpuOnly = verdict(cpuCall(), opTest([], [F16, ANY_ORDER]));
+  t.match(gpuOnly, { status: 0, line: 'deterministic\n' });
+  t.match(gpuOnly.read, /reported: 0 ok, 2 not ok\n {2}not ok a f16 product.* \[CPU only\]\n {2}not ok an attention row .* in any order \[CPU only\]/);
   // A probe difference is named before an op test failure.
-  t.match(verdict(cpuCall({ 'copied exact': { diffs: { cold_vs_cached: 0.2 } } }), opTest([ATTENTION[1]!])), {
+  t.match(verdict(cpuCall({ 'copied exact': { diffs: { cold_vs_cached: 0.2 } } }), opTest([VALUES])), {
     status: 1,
     line: 'NOT deterministic: cold_vs_cached 0.2 (copied layout, exact kernels), first of 2\n',
   });
   // The closing count alone (its case lines lost) still fails.
   const counted = opTest().map((l) => (l === '0 failure(s)' ? '3 failure(s)' : l));
   t.match(verdict(cpuCall(), counted), { status: 1, line: /^NOT deterministic: op test: 3 required failure\(s\)/ });
+  // --stock's sections are reported whole.
+  t.match(verdict(cpuCall(), [...opBackend('CPU', 'CPU', [], false), ...opBackend('CPU', 'CPU', [PRODUCTS[0]!, ANY_ORDER], true), '0 failure(s)']), {
+    status: 0,
+    line: 'deterministic\n',
+  });
+});
+
+t.test("an older op test's output: untagged cases required, a section marked reported reported whole", async (t) => {
+  const untag = (lines: string[]): string[] => lines.map((l) => l.replace(/ \[(every backend|CPU only)\]$/, ''));
+  const old = [
+    ...untag(opBackend('CUDA0', 'GPU', [F16])).map((l) => (l.startsWith('# backend') ? '# backend CUDA0 (reported, not required)' : l)),
+    ...untag(opBackend('CPU', 'CPU')).map((l) => (l.startsWith('# backend') ? '# backend CPU' : l)),
+    '0 failure(s)',
+  ];
+  const v = verdict(cpuCall(), old);
+  t.equal(v.status, 0, v.read);
+  t.match(
+    v.read,
+    /op test, backend CUDA0 \(no device type, every case reported\): required: 0 ok, 0 not ok; reported: 9 ok, 1 not ok\n {2}not ok a f16 product[^\n[]*\n/,
+  );
+  const failing = old.map((l) => (l === `ok ${PRODUCTS[1]!.name}` ? `not ok ${PRODUCTS[1]!.name}` : l));
+  t.match(verdict(cpuCall(), failing), { status: 1, line: `NOT deterministic: op test ${PRODUCTS[1]!.name} (backend CPU)\n` });
 });
 
 t.test('missing evidence and no difference: NO VERDICT', async (t) => {
@@ -244,8 +290,14 @@ t.test('missing evidence and no difference: NO VERDICT', async (t) => {
     ],
     ['a column missing', cpuCall({ 'shared exact': { without: ['copied_vs_shared'] } }), opTest(), /: no copied_vs_shared/],
     ['no op test output', cpuCall(), null, /no op test output .*: it did not run/],
-    ['the op test stopped in the GPU section', cpuCall(), opTest().slice(0, 12), /the op test did not finish/],
-    ['the op test ran no required backend', cpuCall(), [...opBackend('CPU', false), '0 failure(s)'], /the op test ran no required backend/],
+    ['the op test stopped in the GPU section', cpuCall(), opTest().slice(0, -5), /the op test did not finish/],
+    ['the op test ran no required backend', cpuCall(), [...opBackend('CPU', 'CPU', [], true), '0 failure(s)'], /the op test ran no required backend/],
+    [
+      'a GPU call whose op test ran no GPU backend',
+      cpuCall({ 'shared exact': { gpu: true } }),
+      opTest().filter((l, i, all) => i < all.indexOf('# backend CUDA0 (GPU device)') || l.endsWith('failure(s)')),
+      /the op test ran no GPU backend's required cases, on a GPU call/,
+    ],
   ];
   for (const [name, scorer, ops, why] of cases) {
     const v = verdict(scorer, ops);
@@ -279,7 +331,7 @@ t.test("gpu-bench.sh: the verdict is summary.txt's first line and the call's exi
   const ok = judgeOnly(cpuCall(), opTest());
   t.equal(ok.status, 0, ok.summary.join('\n'));
   t.equal(ok.summary[0], 'deterministic');
-  t.ok(ok.summary.includes('  op test, backend CUDA0 (reported): 7 ok, 2 not ok'), 'what it read follows');
+  t.ok(ok.summary.includes('  op test, backend CUDA0 (GPU device): required: 8 ok, 0 not ok; reported: 0 ok, 2 not ok'), 'what it read follows');
   t.match(ok.summary.at(-2), /^== done in \d+ s, status 0$/);
   t.same(ok.out, ['op-test.txt', 'scorer.jsonl', 'summary.txt'], 'no other file in OUT');
   t.same(ok.work, [], 'nothing left in WORK');
