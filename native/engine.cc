@@ -350,6 +350,15 @@ Napi::Object Engine::Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Engine", ctor);
   exports.Set("llamaBuild", Napi::String::New(env, ARBITRA_LLAMA_BUILD));
   exports.Set("backend", Napi::String::New(env, ARBITRA_BACKEND));
+  // The GPUs this build's backend finds here, by name: none on a CPU build, and none on a CUDA build
+  // run without a GPU, which src/engine/native.ts then trades for the CPU addon beside it.
+  exports.Set("gpuDevices", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+                init_backend_once();
+                const std::vector<ggml_backend_dev_t> gpus = gpu_devices();
+                Napi::Array names = Napi::Array::New(info.Env(), gpus.size());
+                for (size_t i = 0; i < gpus.size(); ++i) names.Set(static_cast<uint32_t>(i), ggml_backend_dev_description(gpus[i]));
+                return names;
+              }));
   return exports;
 }
 

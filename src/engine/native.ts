@@ -1,7 +1,9 @@
 // The raw addon binding. Only src/engine/llama-engine.ts may use it.
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { packageRoot } from '../paths.js';
+import { CPU_ADDON_FILE, cpuFallbackLine, loadFailureReason, noGpuReason } from './addon-choice.js';
 
 export interface NativeScoreOutcome {
   logprobs: Float32Array[];
@@ -70,17 +72,41 @@ export interface NativeAddon {
   Engine: new () => NativeEngine;
   llamaBuild: string;
   backend: 'cpu' | 'cuda';
+  /** The GPUs the backend finds, by name: none on a CPU build. */
+  gpuDevices(): string[];
 }
 
 let addon: NativeAddon | undefined;
 
-export function loadAddon(): NativeAddon {
-  if (addon) return addon;
-  const file = process.env.ARBITRA_ADDON ?? path.join(packageRoot(), 'build', 'Release', 'arbitra.node');
+/** The addon in `file`, or an error that says how to build it. */
+function requireAddon(file: string): NativeAddon {
   try {
-    addon = createRequire(import.meta.url)(file) as NativeAddon;
+    return createRequire(import.meta.url)(file) as NativeAddon;
   } catch (err) {
     throw new Error(`cannot load the engine addon ${file}: ${(err as Error).message} (run \`npm install\` to build it)`);
   }
+}
+
+/**
+ * The addon ARBITRA_ADDON names, or build/Release/arbitra.node. Where a CPU addon lies beside it (the
+ * CUDA image), a CUDA addon that cannot load or finds no GPU gives way to it, with one line saying why
+ * (src/engine/addon-choice.ts).
+ */
+export function loadAddon(): NativeAddon {
+  if (addon) return addon;
+  const file = process.env.ARBITRA_ADDON ?? path.join(packageRoot(), 'build', 'Release', 'arbitra.node');
+  const cpuFile = path.join(path.dirname(file), CPU_ADDON_FILE);
+  if (path.resolve(file) === path.resolve(cpuFile) || !fs.existsSync(cpuFile)) return (addon = requireAddon(file));
+  let reason: string;
+  try {
+    const gpuAddon = createRequire(import.meta.url)(file) as NativeAddon;
+    const noGpu = noGpuReason(gpuAddon.backend, gpuAddon.backend === 'cuda' ? gpuAddon.gpuDevices() : []);
+    if (noGpu === null) return (addon = gpuAddon);
+    reason = noGpu;
+  } catch (err) {
+    reason = loadFailureReason((err as Error).message);
+  }
+  addon = requireAddon(cpuFile);
+  process.stderr.write(`${cpuFallbackLine(reason)}\n`);
   return addon;
 }
