@@ -25,7 +25,9 @@ sources):
   Judged: every determinism run (one that wrote determinism records) with exact kernels, except a
   shared-pool run on a GPU (gpu_layers > 0 and a GPU named in "gpus") with its gather off: the
   exact kernels turn the gather on there by themselves, and the call runs it off only to show what
-  the gather changes. An exact column must be 0, bit for bit. Fast kernels' columns (and that
+  the gather changes. Nor is a run whose setup says the context resolved another path than the
+  promise covers ("flash_attn_resolved" false, or on a GPU "flash_attn_on_layer_device" false):
+  its columns are reported, and it is a gap, so such a call reads NO VERDICT, never deterministic. An exact column must be 0, bit for bit. Fast kernels' columns (and that
   gather-off run) are reported, never judged. Both layouts need a judged run, and every judged run
   all five columns without an error. The setup record does not say which measurements a run was
   asked for, so a run that wrote nothing after it (killed at once) is reported, not counted
@@ -62,6 +64,16 @@ def number(x):
     return "inf or NaN" if x is None else "%.6g" % x
 
 
+def off_path(setup, on_gpu):
+    """Why exact kernels ran off the path their promise covers, by what the context resolved; None
+    when on it (or when the setup record, from an older bench, does not say)."""
+    if setup.get("flash_attn_resolved") is False:
+        return "flash attention resolved off"
+    if on_gpu and setup.get("flash_attn_on_layer_device") is False:
+        return "flash attention runs on another device than its layers"
+    return None
+
+
 class Run:
     """One scorer bench run: its setup record and the determinism columns that followed it."""
 
@@ -74,7 +86,8 @@ class Run:
         self.others = 0  # records of other measurements (prefill, decisions, memory)
         self.on_gpu = (setup.get("gpu_layers") or 0) > 0 and bool(setup.get("gpus"))
         self.gpu_without_gather = self.layout == "shared" and self.on_gpu and setup.get("kv_gather") is False
-        self.exact = self.kernels == "exact" and not self.gpu_without_gather
+        self.off_path = self.kernels == "exact" and off_path(setup, self.on_gpu)
+        self.exact = self.kernels == "exact" and not self.gpu_without_gather and not self.off_path
 
     @property
     def judged(self):
@@ -121,6 +134,9 @@ def judge_scorer(runs, differences, gaps, report):
     for run in runs:
         if run.kernels == "exact" and run.gpu_without_gather:
             why = " (reported: the exact kernels' GPU path gathers the shared pool)"
+        elif run.off_path:
+            why = " (reported: off the covered path, %s)" % run.off_path
+            gaps.append("exact kernels ran off their covered path: %s (%s layout)" % (run.off_path, run.layout))
         else:
             why = "" if run.judged else " (reported)"
         shown = []

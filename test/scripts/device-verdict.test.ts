@@ -25,6 +25,8 @@ interface RunSpec {
   diffs?: Partial<Record<Column, number | null | string>>;
   /** Columns the run did not write. */
   without?: Column[];
+  /** What the context resolved (the setup record's flash_attn_resolved, flash_attn_on_layer_device); true unless given. */
+  resolved?: { flashAttention?: boolean; onLayerDevice?: boolean };
 }
 
 /** One scorer bench run's lines, keys in the order scorer_bench.cc writes them. */
@@ -47,8 +49,10 @@ function run(spec: RunSpec): string[] {
     seqs: 64,
     gpu_layers: gpu ? 99 : 0,
     threads: 16,
-    flash_attn: 'auto',
+    flash_attn: kernels === 'exact' ? 'on' : 'auto',
     kernels,
+    flash_attn_resolved: spec.resolved?.flashAttention ?? true,
+    flash_attn_on_layer_device: spec.resolved?.onLayerDevice ?? true,
     kv_gather: spec.gather ?? (layout === 'shared' && kernels === 'exact' && gpu),
     gpus: gpu ? 'CUDA0 NVIDIA H200' : '',
     gpu_model_mib: gpu ? 1012 : 0,
@@ -218,6 +222,26 @@ t.test("on a GPU, the shared pool's exact run with its gather turned off is repo
   // The same difference with the gather on (the default there) decides.
   gpuCall.splice(0, 6, ...run({ layout: 'shared', kernels: 'exact', gpu: true, diffs: { alone_vs_batched: 0.15 } }));
   t.match(verdict(gpuCall), { status: 1, line: 'NOT deterministic: alone_vs_batched 0.15 (shared layout, exact kernels)\n' });
+});
+
+t.test('exact kernels off their covered path: reported, never judged, and the call reads NO VERDICT', async (t) => {
+  const off = verdict(cpuCall({ 'copied exact': { resolved: { flashAttention: false } } }));
+  t.equal(off.status, 2, off.read);
+  t.equal(off.line, 'NO VERDICT: exact kernels ran off their covered path: flash attention resolved off (copied layout), first of 2\n');
+  t.match(off.read, /copied layout, exact kernels \(setup on line \d+\) \(reported: off the covered path, flash attention resolved off\)/);
+  const gpuCall = [
+    ...run({ layout: 'shared', kernels: 'exact', gpu: true, resolved: { onLayerDevice: false } }),
+    ...run({ layout: 'copied', kernels: 'exact', gpu: true }),
+  ];
+  t.match(verdict(gpuCall), {
+    status: 2,
+    line: /^NO VERDICT: exact kernels ran off their covered path: flash attention runs on another device than its layers \(shared layout\)/,
+  });
+  // A difference on a covered run still decides.
+  t.match(verdict(cpuCall({ 'copied exact': { resolved: { flashAttention: false } }, 'shared exact': { diffs: { alone_vs_batched: 0.1 } } })), {
+    status: 1,
+    line: 'NOT deterministic: alone_vs_batched 0.1 (shared layout, exact kernels)\n',
+  });
 });
 
 t.test("a required op test that fails: NOT deterministic, naming it; a GPU's [CPU only] cases are reported only", async (t) => {
