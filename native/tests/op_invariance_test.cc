@@ -254,6 +254,9 @@ constexpr int64_t kHeads = 10;   // query heads
 constexpr int64_t kKvHeads = 2;  // KV heads (grouped-query attention)
 constexpr int kProbeLen = 150;   // the probe sequence's tokens; its last rows are the queries
 constexpr int kProbeRows = 5;
+// llama.cpp pads every KV length to this, and CUDA's batch-invariant attention, which packs a KV
+// head's query heads by the model alone, takes only padded lengths (ggml-cuda/fattn-gqa.h).
+constexpr size_t kKvPadding = 256;
 
 // A token's key, value and query, a function of its sequence and position alone, so that every
 // layout of the cache holds the same values for the same token.
@@ -289,7 +292,9 @@ std::vector<size_t> probe_indices(const std::vector<Query>& queries) {
 
 // Attention of `queries` over `cells` (positions from each cell), each query seeing the cells that
 // `sees` says; the output rows of the queries of sequence 0.
-std::vector<float> attend(const Backend& b, const std::vector<Cell>& cells, const std::vector<Query>& queries, int window = 0) {
+std::vector<float> attend(const Backend& b, const std::vector<Cell>& used, const std::vector<Query>& queries, int window = 0) {
+  std::vector<Cell> cells = used;
+  cells.resize((cells.size() + kKvPadding - 1) / kKvPadding * kKvPadding);  // empty cells, which no row sees
   const int64_t n_kv = static_cast<int64_t>(cells.size());
   const int64_t n_q = static_cast<int64_t>(queries.size());
   std::vector<ggml_fp16_t> k(static_cast<size_t>(kD * n_kv * kKvHeads)), v(k.size());
