@@ -67,12 +67,14 @@ function links(page: string): Array<{ raw: string; file: string; anchor: string 
 
 t.test('every ARBITRA_ variable the docs name is one that something reads', async (t) => {
   // The service (src/ and its addon in native/), what npm install runs (scripts/: the build
-  // switches such as ARBITRA_CUDA) and the test harness (ARBITRA_TEST_STORE).
+  // switches such as ARBITRA_CUDA) and the test harness (ARBITRA_TEST_STORE; the container tier's
+  // ARBITRA_TEST_CUDA_IMAGE).
   const readers = [
     ...walk(path.join(root, 'src')).filter((f) => f.endsWith('.ts')),
     ...walk(path.join(root, 'native')).filter((f) => /\.(cc|h)$/.test(f)),
     ...walk(path.join(root, 'scripts')),
     ...walk(path.join(root, 'test/integration/helpers')),
+    ...walk(path.join(root, 'test/container')),
   ];
   const known = new Set(readers.flatMap((f) => fs.readFileSync(f, 'utf8').match(/ARBITRA_[A-Z0-9_]+/g) ?? []));
   const named = new Set(all.match(/ARBITRA_[A-Z0-9_]+/g));
