@@ -8,7 +8,7 @@
 // beyond rounding) are not served, whatever their determinism.
 import type { LlamaEngine, ScoreBranchTokens } from './llama-engine.js';
 import { repeatedTokens } from './repeated-text.js';
-import { pathReport } from './exact-path.js';
+import { isCovered, pathReport } from './exact-path.js';
 import type { DeterminismReport, EngineInfo } from './types.js';
 
 /**
@@ -153,6 +153,5 @@ export function determinismReport(r: DeterminismReport, covered = true): string[
 
 /** Every start-up line about an engine's promise: the path its contexts resolved, then what its check found. */
 export function engineReport(info: Pick<EngineInfo, 'kernelPath' | 'determinism'>): string[] {
-  const covered = info.kernelPath.uncovered.length === 0;
-  return [...pathReport(info.kernelPath), ...(info.determinism ? determinismReport(info.determinism, covered) : [])];
+  return [...pathReport(info.kernelPath), ...(info.determinism ? determinismReport(info.determinism, isCovered(info.kernelPath)) : [])];
 }

@@ -55,13 +55,18 @@ export function servedPath(f: PathFacts): ServedPath {
   return { kernels: f.kernels, flashAttention: f.flashAttention, kvGather: f.kvGather, uncovered: uncoveredReasons(f) };
 }
 
+/** The promise covers the path: no reason says otherwise. */
+export function isCovered(path: ServedPath): boolean {
+  return path.uncovered.length === 0;
+}
+
 /**
  * Whether the engine keeps the promise: its path is covered and its check at load found every case
  * bit for bit. False on an uncovered path whatever the check saw; null when the check did not run
  * on a covered path.
  */
 export function keepsPromise(path: ServedPath | null, checked: boolean | null): boolean | null {
-  if (path && path.uncovered.length > 0) return false;
+  if (path && !isCovered(path)) return false;
   return checked;
 }
 
@@ -70,7 +75,7 @@ export function pathReport(p: ServedPath): string[] {
   const lines = [
     `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved)`,
   ];
-  if (p.kernels === 'exact' && p.uncovered.length > 0) {
+  if (p.kernels === 'exact' && !isCovered(p)) {
     lines.push(`WARNING: the exact kernels run on a path their promise does not cover, so /health says deterministic: false: ${p.uncovered.join('; ')}`);
   }
   return lines;

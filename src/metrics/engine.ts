@@ -3,7 +3,7 @@
 // one stats call per engine shared by the whole scrape, so no gauge is read before the numbers arrive.
 import { Gauge } from 'prom-client';
 import type { EngineState } from '../engine/ipc.js';
-import { keepsPromise } from '../engine/exact-path.js';
+import { isCovered, keepsPromise } from '../engine/exact-path.js';
 import type { EngineStats } from '../engine/types.js';
 
 export interface EngineMetricsSource {
@@ -115,7 +115,7 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
     "1 when the path the engine resolved at load is one the exact kernels' promise covers (flash attention on, and on a GPU every covered condition); 0 when not; absent until loaded",
     async (source) => {
       const path = source.state().kernelPath;
-      return path ? Number(path.uncovered.length === 0) : null;
+      return path ? Number(isCovered(path)) : null;
     },
   );
   perEngine('arbitra_engine_flash_attention', '1 when flash attention is on as the engine resolved it at load; absent until loaded', async (source) => {

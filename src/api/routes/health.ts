@@ -14,7 +14,7 @@ import { LAYOUT_VERSION } from '../../decision/prompt.js';
 import type { ServedQuality } from '../../decision/schema/quality.js';
 import { servedQuality } from '../../decision/served-quality.js';
 import { serviceStatus, type EngineState } from '../../engine/ipc.js';
-import { keepsPromise } from '../../engine/exact-path.js';
+import { isCovered, keepsPromise } from '../../engine/exact-path.js';
 import type { EngineService } from '../../engine/types.js';
 import type { Route } from '../route.js';
 import { HealthResponse, type HttpFront } from '../schemas/health.js';
@@ -108,7 +108,7 @@ function engineHealth({ determinism, kernelPath: path, message, ...state }: Engi
     deterministic: keepsPromise(path, determinism?.deterministic ?? null),
     max_difference: determinism?.maxDifference ?? null,
     ...(determinism?.fallback ? { kernels_note: determinism.fallback } : {}),
-    path: path && { flash_attention: path.flashAttention, kv_gather: path.kvGather, covered: path.uncovered.length === 0, uncovered: path.uncovered },
+    path: path && { flash_attention: path.flashAttention, kv_gather: path.kvGather, covered: isCovered(path), uncovered: path.uncovered },
   };
 }
 
