@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cpu_variant.h"
 #include "model_facts.h"
 
 namespace arbitra {
@@ -25,10 +26,15 @@ void quiet_log(ggml_log_level level, const char* text, void*) {
   if (verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
+void quiet_logs_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { llama_log_set(quiet_log, nullptr); });
+}
+
 void init_backend_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    llama_log_set(quiet_log, nullptr);
+    quiet_logs_once();
     llama_backend_init();
   });
 }
@@ -66,6 +72,8 @@ void read_load_options(const Napi::Object& o, EngineConfig* cfg) {
     const std::string v = fa.As<Napi::String>().Utf8Value();
     cfg->flash_attn = v == "on" ? 1 : v == "off" ? 0 : -1;
   }
+  Napi::Value cv = o.Get("cpuVariant");
+  if (cv.IsString()) cfg->cpu_variant = cv.As<Napi::String>().Utf8Value();
   Napi::Value kn = o.Get("kernels");
   if (kn.IsString()) cfg->exact_kernels = kn.As<Napi::String>().Utf8Value() != "fast";
   Napi::Value kg = o.Get("kvGather");
@@ -105,6 +113,13 @@ class LoadWorker : public Napi::AsyncWorker {
   Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
+    // Before llama_backend_init, which would load whatever CPU backend it finds where none is loaded.
+    quiet_logs_once();
+    try {
+      cfg_.cpu_variant = use_cpu_variant(cfg_.cpu_variant);
+    } catch (const std::exception& e) {
+      return SetError(e.what());
+    }
     init_backend_once();
     const std::string problem = gguf_problem(cfg_.path);
     if (!problem.empty()) return SetError(problem);
@@ -329,6 +344,14 @@ std::function<void(std::unique_ptr<ScoreJob>)> settle_on_js_thread(Napi::ThreadS
   };
 }
 
+// The variants this processor runs, best first: what another node may be pinned to for the same bits.
+Napi::Array cpu_variant_names(Napi::Env env) {
+  Napi::Array names = Napi::Array::New(env);
+  for (const CpuVariant& v : cpu_variants())
+    if (v.score > 0) names.Set(names.Length(), v.name);
+  return names;
+}
+
 }  // namespace
 
 Napi::Object Engine::Init(Napi::Env env, Napi::Object exports) {
@@ -358,6 +381,18 @@ Napi::Object Engine::Init(Napi::Env env, Napi::Object exports) {
                 Napi::Array names = Napi::Array::New(info.Env(), gpus.size());
                 for (size_t i = 0; i < gpus.size(); ++i) names.Set(static_cast<uint32_t>(i), ggml_backend_dev_description(gpus[i]));
                 return names;
+              }));
+  // Every CPU variant of this build, runnable here or not (none where the backend is built in).
+  exports.Set("cpuVariants", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+                const std::vector<CpuVariant> variants = cpu_variants();
+                Napi::Array out = Napi::Array::New(info.Env(), variants.size());
+                for (size_t i = 0; i < variants.size(); ++i) {
+                  Napi::Object v = Napi::Object::New(info.Env());
+                  v.Set("name", variants[i].name);
+                  v.Set("runnable", variants[i].score > 0);
+                  out.Set(static_cast<uint32_t>(i), v);
+                }
+                return out;
               }));
   return exports;
 }
@@ -429,6 +464,8 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("backend", ARBITRA_BACKEND);
   o.Set("gpuMemoryMb", std::strcmp(ARBITRA_BACKEND, "cpu") == 0 ? env.Null() : Napi::Number::New(env, static_cast<double>(gpu_bytes_ / (1024 * 1024))));
   o.Set("llamaBuild", ARBITRA_LLAMA_BUILD);
+  o.Set("cpuVariant", cfg_.cpu_variant);
+  o.Set("cpuVariants", cpu_variant_names(env));
   o.Set("threads", cfg_.n_threads);
   o.Set("contextSize", lanes_.front().max_tokens);
   o.Set("longContextSize", lanes_.back().max_tokens);

@@ -29,6 +29,8 @@ struct EngineConfig {
   int32_t flash_attn = -1;    // llama_flash_attn_type: -1 auto, 0 off, 1 on
   bool exact_kernels = true;  // see LaneSpec
   int kv_gather = -1;         // LaneSpec::kv_gather for the shared pool, see kv_gather_on
+  // The CPU variant asked for ("auto": the best this processor runs), and once loaded, the one served.
+  std::string cpu_variant = "auto";
   KvLayout layout = KvLayout::shared;
   // Shared layout: cells in the pool; 0 = the longer of n_ctx and n_ctx_long (at most the model's
   // training context and 32768) plus one batch.

@@ -71,6 +71,9 @@ function hashTree(hash, dir) {
 function buildAddon() {
   const cuda = wantCuda();
   const native = process.env.ARBITRA_NATIVE === '1';
+  // An x86-64 CPU build carries the CPU backend once per instruction set and picks at load
+  // (cmake/llama-settings.cmake); ARBITRA_CPU_VARIANTS=0 builds the one portable backend into the addon.
+  const variants = !cuda && !native && process.arch === 'x64' && process.platform === 'linux' && process.env.ARBITRA_CPU_VARIANTS !== '0';
   // Without a GPU to ask (an image build), the CUDA architectures to compile for must be named.
   const cudaArchitectures = (cuda && process.env.ARBITRA_CUDA_ARCHITECTURES) || '';
   const hash = createHash('sha256');
@@ -78,7 +81,7 @@ function buildAddon() {
   hash.update(fs.readFileSync(path.join(root, 'CMakeLists.txt')));
   hash.update(fs.readFileSync(path.join(root, 'cmake', 'llama-settings.cmake')));
   hash.update(fs.readFileSync(path.join(root, 'deps', 'llama.cpp.stamp')));
-  hash.update(`${process.versions.modules}:${cuda}:${native}`);
+  hash.update(`${process.versions.modules}:${cuda}:${native}:${variants}`);
   if (cudaArchitectures) hash.update(`:${cudaArchitectures}`);
   const stamp = hash.digest('hex');
   const stampFile = path.join(root, 'build', 'arbitra.stamp');
@@ -88,19 +91,23 @@ function buildAddon() {
     return;
   }
   const backend = cuda ? `cuda${cudaArchitectures && ` for ${cudaArchitectures}`}` : 'cpu';
-  log(`building the addon (backend: ${backend}, cpu flags: ${native ? 'native' : 'portable x86-64-v3'})`);
+  const cpuFlags = native ? 'native' : variants ? 'one backend per CPU variant, chosen at load' : 'portable x86-64-v3';
+  log(`building the addon (backend: ${backend}, cpu flags: ${cpuFlags})`);
   const jobs = String(Number(process.env.ARBITRA_BUILD_JOBS) || os.availableParallelism());
   // cmake-js would download Node's headers; the ones installed beside node are used when present.
   const env = { ...process.env };
   const localHeaders = path.resolve(path.dirname(process.execPath), '..');
   if (!env.npm_config_nodedir && fs.existsSync(path.join(localHeaders, 'include', 'node', 'node.h'))) env.npm_config_nodedir = localHeaders;
+  const cmakeJs = path.join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js');
+  // Configured every time: `cmake-js build` alone keeps an existing tree's options (another backend's).
   run(process.execPath, [
-    path.join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js'),
-    'compile', '--out', 'build', '--parallel', jobs,
+    cmakeJs, 'configure', '--out', 'build',
     `--CDARBITRA_CUDA=${cuda ? 'ON' : 'OFF'}`,
     `--CDARBITRA_NATIVE=${native ? 'ON' : 'OFF'}`,
+    `--CDARBITRA_CPU_VARIANTS=${variants ? 'ON' : 'OFF'}`,
     ...(cudaArchitectures ? [`--CDCMAKE_CUDA_ARCHITECTURES=${cudaArchitectures}`] : []),
   ], { env });
+  run(process.execPath, [cmakeJs, 'build', '--out', 'build', '--parallel', jobs], { env });
   fs.writeFileSync(stampFile, stamp);
 }
 

@@ -41,9 +41,9 @@
 #include <vector>
 
 #include "check.h"
+#include "cpu_variant.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
-#include "ggml-cpu.h"
 #include "ggml.h"
 
 namespace {
@@ -71,7 +71,17 @@ struct Backend {
   ggml_backend_dev_t dev = nullptr;
   bool cpu = false;
   void threads(int n) const {
-    if (cpu) ggml_backend_cpu_set_n_threads(backend, n);
+    if (cpu) proc<ggml_backend_set_n_threads_t>("ggml_backend_set_n_threads")(backend, n);
+  }
+  // The CPU backend's own functions, looked up: in a variants build it is a module loaded at run time.
+  template <typename Fn>
+  Fn proc(const char* name) const {
+    auto fn = reinterpret_cast<Fn>(ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), name));
+    if (fn == nullptr) {
+      std::fprintf(stderr, "the CPU backend has no %s\n", name);
+      std::exit(2);
+    }
+    return fn;
   }
 };
 
@@ -616,6 +626,12 @@ bool has_flag(int argc, char** argv, const std::string& flag) {
   return std::find_if(argv + 1, argv + argc, [&flag](const char* a) { return flag == a; }) != argv + argc;
 }
 
+// The value after `flag`, or `fallback`.
+std::string flag_value(int argc, char** argv, const std::string& flag, const std::string& fallback) {
+  char** at = std::find_if(argv + 1, argv + argc, [&flag](const char* a) { return flag == a; });
+  return at + 1 < argv + argc ? std::string(at[1]) : fallback;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -625,7 +641,16 @@ int main(int argc, char** argv) {
   const Shape& gpu_shape = has_flag(argc, argv, "--large") ? kLarge : kSuite;
   // Line by line, so that op-test.txt keeps every result before a crash.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  ggml_backend_load_all();
+  // In a variants build the CPU backend is the variant --cpu-variant names (default: the best this
+  // processor runs), loaded as the engine loads it (native/cpu_variant.cc).
+  std::string variant;
+  try {
+    variant = arbitra::use_cpu_variant(flag_value(argc, argv, "--cpu-variant", "auto"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  std::printf("# cpu variant %s\n", variant.c_str());
   // A GPU backend reads its switch when the backend is created (native/patches/ggml-cuda-*).
   setenv("GGML_CUDA_BATCH_INVARIANT", stock ? "0" : "1", 1);
   // The CPU first: its section is the reference, and complete even if a GPU's ends the program.
@@ -641,7 +666,7 @@ int main(int argc, char** argv) {
     if (!b.cpu && !(all && type == GGML_BACKEND_DEVICE_TYPE_GPU)) continue;
     b.backend = ggml_backend_dev_init(b.dev, nullptr);
     // The engine's exact kernels; --stock shows what llama.cpp's own kernels do (reported only).
-    if (b.cpu) ggml_backend_cpu_set_batch_invariant(b.backend, !stock);
+    if (b.cpu) b.proc<void (*)(ggml_backend_t, bool)>("ggml_backend_cpu_set_batch_invariant")(b.backend, !stock);
     required_failures += run_backend(b, b.cpu ? kSuite : gpu_shape, stock);
     ggml_backend_free(b.backend);
   }
