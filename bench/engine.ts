@@ -2,17 +2,23 @@
 // state, 4 questions of ~40 tokens, 4 options each, 4 permutations each = 16 branches) against the
 // prefill tokens/s that llama-bench, built from the same llama.cpp source with the same flags,
 // measures for the same model and thread count, with the engine's resident memory and KV bytes at
-// the defaults (the shared pool), at 256 sequences and in the copied layout. Writes
-// bench/out/engine.json and the engine section of bench/RESULTS.md.
+// the defaults (the shared pool), at 256 sequences and in the copied layout. llama-bench runs twice
+// over: built with the addon's portable flags, and natively as llama.cpp builds by default. The
+// defaults also run once per CPU variant this processor executes, each in a process of its own
+// (a process loads one variant). Writes bench/out/engine.json and the engine section of
+// bench/RESULTS.md.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadAddon } from '../src/engine/native.js';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
 import { modelFor } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import type { EngineOptions } from '../src/engine/types.js';
 import { engineRequestFor } from './lib/capture.js';
-import { cpuSeconds, ensureLlamaTool, runLlamaBench } from './lib/llama-bench.js';
+import { cpuSeconds, ensureLlamaTool, runLlamaBench, type LlamaBenchRun, type LlamaToolBuild } from './lib/llama-bench.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
 import { mib } from './lib/stats.js';
 import { pathReport } from '../src/engine/exact-path.js';
@@ -23,7 +29,10 @@ const model = modelFor(process.env.ARBITRA_MODEL).model;
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
 const iterations = Number(process.env.BENCH_ITERATIONS) || 8;
 const PASSES = 4;
-const log = (msg: string): void => void process.stdout.write(`[bench:engine] ${msg}\n`);
+// Set in the child that measures one CPU variant: it logs to stderr and prints its figures as JSON.
+const CHILD_VARIANT = process.env.BENCH_ENGINE_VARIANT;
+const log = (msg: string): void =>
+  void (CHILD_VARIANT ? process.stderr : process.stdout).write(`[bench:engine${CHILD_VARIANT ? ` ${CHILD_VARIANT}` : ''}] ${msg}\n`);
 
 const STATE =
   'Ticket #8812, opened Tuesday 09:14 by the operations manager of a mid-sized logistics company on the Business plan ' +
@@ -198,16 +207,56 @@ async function runEngine(name: string, options: Partial<EngineOptions>): Promise
   return { name, info, base, cold, warm, memory };
 }
 
+interface VariantRun {
+  variant: string;
+  cold: Measured;
+  warm: Measured;
+}
+
+/** The defaults on one CPU variant, in a process of its own: this file again, as BENCH_ENGINE_VARIANT's child. */
+function variantRun(variant: string): VariantRun {
+  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url)], {
+    env: { ...process.env, BENCH_ENGINE_VARIANT: variant },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 16 << 20,
+  });
+  return JSON.parse(out.trim().split('\n').at(-1)!) as VariantRun;
+}
+
+const PP_TOKENS = 512;
+
+/** llama-bench pp512, each build once, one after the other. */
+function referenceRound(binaries: Record<LlamaToolBuild, string>, when: string): Record<LlamaToolBuild, LlamaBenchRun> {
+  const round = {} as Record<LlamaToolBuild, LlamaBenchRun>;
+  for (const build of ['portable', 'native'] as const) {
+    round[build] = runLlamaBench(binaries[build], model, { promptTokens: PP_TOKENS, threads, repetitions: 3 });
+    log(`llama-bench ${build} pp${PP_TOKENS} (${when}): ${fmt(round[build].tokensPerSecond, 1)} ± ${fmt(round[build].stddev, 1)} tok/s`);
+  }
+  return round;
+}
+
 async function main(): Promise<void> {
-  const binary = ensureLlamaTool(root, 'llama-bench', log);
+  if (CHILD_VARIANT) {
+    const run = await runEngine(`defaults on CPU variant ${CHILD_VARIANT}`, { cpuVariant: CHILD_VARIANT });
+    process.stdout.write(`${JSON.stringify({ variant: run.info.cpuVariant, cold: run.cold, warm: run.warm } satisfies VariantRun)}\n`);
+    return;
+  }
+  const binaries: Record<LlamaToolBuild, string> = {
+    portable: ensureLlamaTool(root, 'llama-bench', log),
+    native: ensureLlamaTool(root, 'llama-bench', log, 'native'),
+  };
   const loadBefore = os.loadavg();
   const cpuBefore = cpuSeconds();
   const wallBefore = performance.now();
-  // The reference runs before and after the engine (never beside it); the faster run is used, so
-  // a neighbour slowing one of them cannot flatter the ratio.
-  const ppTokens = 512;
-  const refRuns = [runLlamaBench(binary, model, { promptTokens: ppTokens, threads, repetitions: 3 })];
-  log(`llama-bench pp${ppTokens} (before): ${fmt(refRuns[0]!.tokensPerSecond, 1)} ± ${fmt(refRuns[0]!.stddev, 1)} tok/s`);
+  // The references run before and after the engines (never beside them); the faster run of each
+  // build is used, so a neighbour slowing one of them cannot flatter a ratio.
+  const rounds = [referenceRound(binaries, 'before')];
+  const variants = loadAddon()
+    .cpuVariants()
+    .filter((v) => v.runnable)
+    .map((v) => v.name);
+  const byVariant = variants.map((v) => variantRun(v));
 
   // The defaults first: the figures the goals are read from, on a process no other engine has used.
   const configs: { name: string; options: Partial<EngineOptions> }[] = [
@@ -219,9 +268,11 @@ async function main(): Promise<void> {
   for (const config of configs) runs.push(await runEngine(config.name, config.options));
   const { cold, warm, info, base } = runs[0]!;
 
-  refRuns.push(runLlamaBench(binary, model, { promptTokens: ppTokens, threads, repetitions: 3 }));
-  log(`llama-bench pp${ppTokens} (after): ${fmt(refRuns[1]!.tokensPerSecond, 1)} ± ${fmt(refRuns[1]!.stddev, 1)} tok/s`);
-  const ref = refRuns[0]!.tokensPerSecond >= refRuns[1]!.tokensPerSecond ? refRuns[0]! : refRuns[1]!;
+  rounds.push(referenceRound(binaries, 'after'));
+  const best = (build: LlamaToolBuild) => (rounds[0]![build].tokensPerSecond >= rounds[1]![build].tokensPerSecond ? rounds[0]![build] : rounds[1]![build]);
+  const ref = best('portable');
+  const nativeRef = best('native');
+  const refRuns = rounds.map((r) => r.portable);
   const loadAfter = os.loadavg();
   const cpuAfter = cpuSeconds();
   const wallSeconds = (performance.now() - wallBefore) / 1000;
@@ -230,6 +281,7 @@ async function main(): Promise<void> {
   const otherShare = otherCpu / (wallSeconds * os.availableParallelism());
 
   const ratio = (m: Measured) => m.usefulTokensPerSecond / ref.tokensPerSecond;
+  const nativeRatio = (m: Measured) => m.usefulTokensPerSecond / nativeRef.tokensPerSecond;
   const fileSize = fs.statSync(model).size;
   const evaluatedShare = cold.evaluatedTokens / cold.perBranchTokens;
   const result = {
@@ -247,9 +299,17 @@ async function main(): Promise<void> {
       wallSeconds,
       node: process.version,
     },
-    model: { path: path.relative(root, model), quant: info.quantMethod, parameters: info.parameters, llamaBuild: info.llamaBuild, backend: info.backend },
+    model: {
+      path: path.relative(root, model),
+      quant: info.quantMethod,
+      parameters: info.parameters,
+      llamaBuild: info.llamaBuild,
+      backend: info.backend,
+      cpuVariant: info.cpuVariant,
+    },
     engineOptions: { contextSize: info.contextSize, maxSequences: info.maxSequences, threads: info.threads },
-    llamaBench: { used: ref, runs: refRuns },
+    llamaBench: { used: ref, runs: refRuns, native: { used: nativeRef, runs: rounds.map((r) => r.native) } },
+    cpuVariants: byVariant,
     workload: {
       questions: Object.keys(QUESTIONS).length,
       options: 4,
@@ -264,6 +324,8 @@ async function main(): Promise<void> {
     ratios: {
       usefulVsLlamaBenchCold: ratio(cold),
       usefulVsLlamaBenchWarm: ratio(warm),
+      usefulVsNativeLlamaBenchCold: nativeRatio(cold),
+      nativeVsPortableLlamaBench: nativeRef.tokensPerSecond / ref.tokensPerSecond,
       evaluatedVsLlamaBenchCold: cold.evaluatedTokensPerSecond / ref.tokensPerSecond,
       sharedPrefixEvaluatedVsPerBranch: evaluatedShare,
     },
@@ -285,12 +347,22 @@ async function main(): Promise<void> {
     '',
     `Model: ${result.model.path} (${info.quantMethod}). Workload: one state of ${base.prefix.length} tokens, ${Object.keys(QUESTIONS).length} choice questions × 4 options × ${PASSES} permutations = ${base.branches.length} branches of ${Math.min(...result.workload.suffixTokens)}–${Math.max(...result.workload.suffixTokens)} tokens, laid out by src/decision (prompt.ts and kinds/).`,
     '',
-    `Reference: \`${ref.command.replaceAll(root + '/', '')}\`, run before and after the engine: ${refRuns.map((r) => `${fmt(r.tokensPerSecond, 1)} ± ${fmt(r.stddev, 1)}`).join(' and ')} tok/s prompt processing (pp${ppTokens}); the faster, **${fmt(ref.tokensPerSecond, 1)} tok/s**, is the reference.`,
+    `Reference: \`${ref.command.replaceAll(root + '/', '')}\`, run before and after the engine: ${refRuns.map((r) => `${fmt(r.tokensPerSecond, 1)} ± ${fmt(r.stddev, 1)}`).join(' and ')} tok/s prompt processing (pp${PP_TOKENS}); the faster, **${fmt(ref.tokensPerSecond, 1)} tok/s**, is the reference.`,
+    `Native reference (GGML_NATIVE, as llama.cpp builds by default; \`build/bench-tools-native\`), interleaved with it: ${rounds.map((r) => `${fmt(r.native.tokensPerSecond, 1)} ± ${fmt(r.native.stddev, 1)}`).join(' and ')} tok/s; the faster, **${fmt(nativeRef.tokensPerSecond, 1)} tok/s**, ${fmt(nativeRef.tokensPerSecond / ref.tokensPerSecond, 2)}× the portable one. The engine's tables below run on CPU variant **${info.cpuVariant}**.`,
     '',
     '| variant | median ms | prompt tokens | evaluated | cached | useful tok/s | evaluated tok/s | useful ÷ llama-bench |',
     '|---|---|---|---|---|---|---|---|',
     row(cold),
     row(warm),
+    '',
+    `By CPU variant (the defaults, each in a process of its own, between the two reference rounds; goals of issue 53: cold useful tok/s at least 1.5× native llama-bench and 2× the portable one):`,
+    '',
+    '| CPU variant | cold median ms | cold useful tok/s | ÷ llama-bench portable | ÷ llama-bench native | warm median ms | warm useful tok/s |',
+    '|---|---|---|---|---|---|---|',
+    ...byVariant.map(
+      (v) =>
+        `| ${v.variant} | ${fmt(v.cold.medianMs)} | ${fmt(v.cold.usefulTokensPerSecond)} | ${fmt(ratio(v.cold), 2)} | ${fmt(nativeRatio(v.cold), 2)} | ${fmt(v.warm.medianMs)} | ${fmt(v.warm.usefulTokensPerSecond)} |`,
+    ),
     '',
     '- useful tok/s: prompt tokens the request represents (the state once plus every suffix) ÷ wall time of the score() call.',
     '',
@@ -304,7 +376,7 @@ async function main(): Promise<void> {
     ),
     '',
     `- Shared-prefix path vs one prompt per branch (cold): ${fmt(cold.evaluatedTokens)} evaluated tokens vs ${cold.perBranchTokens} (${base.branches.length} × prefix + suffix) = **${fmt(evaluatedShare, 3)}** (target ≤ 0.4).`,
-    `- Useful tok/s ÷ llama-bench pp tok/s, cold: **${fmt(ratio(cold), 2)}** (target ≥ 0.8); warm (prefix cached): ${fmt(ratio(warm), 2)}.`,
+    `- Useful tok/s ÷ llama-bench pp tok/s, cold: **${fmt(ratio(cold), 2)}** (target ≥ 0.8), ÷ the native llama-bench **${fmt(nativeRatio(cold), 2)}**; warm (prefix cached): ${fmt(ratio(warm), 2)}.`,
     `- Counted as one prompt per branch, the cold call would have processed ${fmt(cold.perBranchEquivalentTokensPerSecond)} tok/s (${fmt(cold.perBranchEquivalentTokensPerSecond / ref.tokensPerSecond, 2)} × llama-bench).`,
     '',
     'Raw figures: bench/out/engine.json.',

@@ -178,6 +178,11 @@ export const SERVE_SETTINGS: readonly Setting[] = [
     help: 'flash attention: "auto" (llama.cpp decides by device), "on" or "off"; exact kernels ask for it on unless told "off", which leaves their promise (/health: deterministic false, with the reason) (default auto)',
   },
   {
+    flag: '--cpu-variant',
+    env: 'ARBITRA_CPU_VARIANT',
+    help: 'the CPU backend\'s instruction-set variant: "auto" (the best this processor runs) or a name the build carries ("haswell", "zen4"); nodes that must give the same bits pin the same one (default auto)',
+  },
+  {
     flag: '--engines',
     env: 'ARBITRA_ENGINES',
     help: 'remote engines instead of a local one: host:port (or tls://host:port) of each `arbitra engine --listen`, comma-separated; needs ARBITRA_ENGINE_SECRET',
@@ -333,6 +338,13 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (gpuLayers !== undefined) engine.gpuLayers = gpuLayers;
   const flashAttention = choice('--flash-attention', ['auto', 'on', 'off'] as const);
   if (flashAttention !== undefined) engine.flashAttention = flashAttention;
+  const cpuVariant = raw('--cpu-variant');
+  if (cpuVariant) {
+    // Which names exist is the build's to say (the engine refuses an unknown one with the list).
+    if (!/^[a-z0-9_.]{1,32}$/.test(cpuVariant.value))
+      throw new ConfigError(`${cpuVariant.source} must be "auto" or a CPU variant's name, got ${JSON.stringify(cpuVariant.value)}`);
+    engine.cpuVariant = cpuVariant.value;
+  }
   const liveness = int('--liveness-seconds', 1, 86_400);
   if (liveness !== undefined) engine.livenessSeconds = liveness;
   const stall = env.ARBITRA_FAULT_ENGINE_STALL;

@@ -4,17 +4,21 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /**
- * The addon's llama.cpp build settings (CMakeLists.txt, portable default): static libraries, no
- * -march=native but the x86-64-v3 features, no OpenMP, no network code. The reference must use the
- * same kernels as the addon, or the ratio would compare compilers rather than scoring strategies.
+ * How a baseline is built: `portable`, the x86-64-v3 features the addon's `haswell` variant has (the
+ * same kernels, so the ratio compares scoring strategies rather than compilers); `native`, as
+ * llama.cpp builds by default (GGML_NATIVE: every instruction this processor has), which is what a
+ * llama.cpp user runs.
  */
-export function llamaCmakeFlags(): string[] {
+export type LlamaToolBuild = 'portable' | 'native';
+
+/** llama.cpp's build settings for a baseline: static libraries, no OpenMP, no network code. */
+export function llamaCmakeFlags(build: LlamaToolBuild = 'portable'): string[] {
   const flags = [
     '-DCMAKE_BUILD_TYPE=Release',
     '-DBUILD_SHARED_LIBS=OFF',
     '-DGGML_OPENMP=OFF',
     '-DGGML_CUDA=OFF',
-    '-DGGML_NATIVE=OFF',
+    `-DGGML_NATIVE=${build === 'native' ? 'ON' : 'OFF'}`,
     '-DLLAMA_CURL=OFF',
     '-DLLAMA_OPENSSL=OFF',
     '-DLLAMA_BUILD_COMMON=ON',
@@ -23,28 +27,28 @@ export function llamaCmakeFlags(): string[] {
     '-DLLAMA_BUILD_EXAMPLES=OFF',
     '-DLLAMA_BUILD_SERVER=ON',
   ];
-  if (process.arch === 'x64') for (const f of ['AVX', 'AVX2', 'FMA', 'F16C', 'BMI2']) flags.push(`-DGGML_${f}=ON`);
+  if (build === 'portable' && process.arch === 'x64') for (const f of ['AVX', 'AVX2', 'FMA', 'F16C', 'BMI2']) flags.push(`-DGGML_${f}=ON`);
   return flags;
 }
 
 /**
- * Path of a llama.cpp tool (llama-bench, llama-server) under build/bench-tools, built from
- * deps/llama.cpp. Both tools share one build folder configured one way. An existing build is brought
+ * Path of a llama.cpp tool (llama-bench, llama-server) under build/bench-tools (build/bench-tools-native
+ * for the native build), built from deps/llama.cpp. Both tools share one build folder per build. An existing build is brought
  * up to date first (a no-op when nothing changed), since `npm install` re-applies native/patches to
  * deps/llama.cpp and a baseline built before a patch would measure other kernels than its sources
  * say. A tool placed there without a build folder (the device pipeline links its own) is used as is.
  */
-export function ensureLlamaTool(root: string, target: 'llama-bench' | 'llama-server', log: (msg: string) => void): string {
+export function ensureLlamaTool(root: string, target: 'llama-bench' | 'llama-server', log: (msg: string) => void, build: LlamaToolBuild = 'portable'): string {
   const llamaDir = path.join(root, 'deps', 'llama.cpp');
-  const buildDir = path.join(root, 'build', 'bench-tools');
+  const buildDir = path.join(root, 'build', build === 'native' ? 'bench-tools-native' : 'bench-tools');
   const binary = path.join(buildDir, 'bin', target);
   const configured = fs.existsSync(path.join(buildDir, 'CMakeCache.txt'));
   if (fs.existsSync(binary) && !configured) return binary;
   if (!fs.existsSync(path.join(llamaDir, 'CMakeLists.txt'))) throw new Error(`llama.cpp source not found at ${llamaDir}; run \`npm install\` first`);
   if (!configured) {
     const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
-    log(`building ${target} into ${buildDir} (one-off, several minutes)`);
-    execFileSync('cmake', ['-S', llamaDir, '-B', buildDir, ...generator, ...llamaCmakeFlags()], { stdio: ['ignore', 'ignore', 'inherit'] });
+    log(`building ${target} (${build}) into ${buildDir} (one-off, several minutes)`);
+    execFileSync('cmake', ['-S', llamaDir, '-B', buildDir, ...generator, ...llamaCmakeFlags(build)], { stdio: ['ignore', 'ignore', 'inherit'] });
   } else {
     log(`bringing ${target} in ${buildDir} up to date with deps/llama.cpp`);
   }

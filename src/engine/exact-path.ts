@@ -25,6 +25,8 @@ export type PathFacts = Pick<
   | 'experts'
   | 'headSizeK'
   | 'headSizeV'
+  | 'cpuVariant'
+  | 'cpuVariants'
 >;
 
 /** Why exact kernels on this path are not promised to give the same bits at every load; empty when they are. */
@@ -52,7 +54,14 @@ export function uncoveredReasons(f: PathFacts): string[] {
 }
 
 export function servedPath(f: PathFacts): ServedPath {
-  return { kernels: f.kernels, flashAttention: f.flashAttention, kvGather: f.kvGather, uncovered: uncoveredReasons(f) };
+  return {
+    kernels: f.kernels,
+    flashAttention: f.flashAttention,
+    kvGather: f.kvGather,
+    cpuVariant: f.cpuVariant,
+    cpuVariants: f.cpuVariants,
+    uncovered: uncoveredReasons(f),
+  };
 }
 
 /** The promise covers the path: no reason says otherwise. */
@@ -70,10 +79,15 @@ export function keepsPromise(path: ServedPath | null, checked: boolean | null): 
   return checked;
 }
 
+/** "zen4 (of zen4, haswell on this processor)": the one loaded, and what a pin could choose here. */
+export function cpuVariantLine(p: Pick<ServedPath, 'cpuVariant' | 'cpuVariants'>): string {
+  return p.cpuVariants.length > 0 ? `${p.cpuVariant} (of ${p.cpuVariants.join(', ')} on this processor)` : p.cpuVariant;
+}
+
 /** The start-up lines that say which path runs, and a warning where the promise does not cover it. */
 export function pathReport(p: ServedPath): string[] {
   const lines = [
-    `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved)`,
+    `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved), CPU variant ${cpuVariantLine(p)}`,
   ];
   if (p.kernels === 'exact' && !isCovered(p)) {
     lines.push(`WARNING: the exact kernels run on a path their promise does not cover, so /health says deterministic: false: ${p.uncovered.join('; ')}`);

@@ -74,6 +74,8 @@ export interface NativeAddon {
   backend: 'cpu' | 'cuda';
   /** The GPUs the backend finds, by name: none on a CPU build. */
   gpuDevices(): string[];
+  /** The CPU backend's variants beside the addon, best for this processor first; none where it is built in. */
+  cpuVariants(): { name: string; runnable: boolean }[];
 }
 
 let addon: NativeAddon | undefined;

@@ -59,6 +59,11 @@ export interface EngineOptions {
    * llama.cpp's stock attention and leaves the promise (exact-path.ts says so).
    */
   flashAttention: 'auto' | 'on' | 'off';
+  /**
+   * The CPU backend's variant to load: `auto` takes the best this processor runs; a name pins one,
+   * so that nodes with different processors give the same bits. One per process: the first engine's.
+   */
+  cpuVariant: string;
   /** Idle cached prefix tokens kept in the KV cache for the prefix cache. */
   prefixCacheTokens: number;
   kernels: Kernels;
@@ -126,6 +131,9 @@ export interface ServedPath {
   flashAttention: boolean;
   /** The shared pool's attention reads its cells gathered in position order (needs flash attention). */
   kvGather: boolean;
+  /** The CPU backend's variant the process loaded (ModelFacts.cpuVariant), and those this processor runs. */
+  cpuVariant: string;
+  cpuVariants: string[];
   /** Why the promise of exact kernels does not hold on this path; empty when it does. */
   uncovered: string[];
 }
@@ -151,6 +159,13 @@ export interface ModelFacts {
   backend: 'cpu' | 'cuda';
   gpuMemoryMb: number | null;
   llamaBuild: string;
+  /**
+   * The CPU backend's instruction-set variant the engine's process loaded ("haswell", "zen4"), or
+   * "built-in" for a build with one CPU backend linked in. Bits are the same within a variant.
+   */
+  cpuVariant: string;
+  /** The variants of this build this processor can run, best first (empty for a built-in backend). */
+  cpuVariants: string[];
   threads: number;
   /** The longest prompt (prefix + one suffix) the main lane takes. */
   contextSize: number;

@@ -122,6 +122,18 @@ export function registerEngineMetrics(engines: () => readonly EngineMetricsSourc
     const path = source.state().kernelPath;
     return path ? Number(path.flashAttention) : null;
   });
+  new Gauge({
+    name: 'arbitra_engine_cpu_variant',
+    help: 'Always 1, labelled with the CPU backend variant the engine loaded ("built-in" for a build without variants); absent until loaded. Bits are the same within a variant',
+    labelNames: ['engine', 'variant'],
+    collect() {
+      this.reset();
+      for (const source of engines()) {
+        const path = source.state().kernelPath;
+        if (path) this.set({ engine: String(source.state().engine), variant: path.cpuVariant }, 1);
+      }
+    },
+  });
   perEngine(
     'arbitra_engine_determinism_max_difference_nats',
     "The largest difference of a log-probability the engine's check at load saw between cases; absent when not checked",

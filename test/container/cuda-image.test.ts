@@ -19,16 +19,14 @@ const START_MS = 180_000;
 if (!IMAGE) {
   t.plan(0, 'ARBITRA_TEST_CUDA_IMAGE names no CUDA image');
 } else {
-  t.test('the CUDA image: under 2.5 GB, no model, both addons', async (t) => {
+  t.test("the CUDA image: under 2.5 GB, no model, both addons and the CPU one's variants", async (t) => {
     const image = await inspectImage(IMAGE);
     t.ok(image.Size < MAX_IMAGE_BYTES, `${(image.Size / 1e6).toFixed(0)} MB < ${MAX_IMAGE_BYTES / 1e6} MB`);
     t.equal(image.Labels['io.arbitra.backend'], 'cuda');
     const ls = (dir: string) => podman(['run', '--rm', '--network', 'host', '--no-healthcheck', '--entrypoint', 'ls', IMAGE, '-A', dir]);
-    t.same(
-      (await ls('/opt/arbitra/build/Release')).stdout.trim().split('\n').sort(),
-      ['arbitra-cpu.node', 'arbitra.node'],
-      'the CUDA addon and the CPU one beside it',
-    );
+    const files = (await ls('/opt/arbitra/build/Release')).stdout.trim().split('\n');
+    t.same(files.filter((f) => f.endsWith('.node')).sort(), ['arbitra-cpu.node', 'arbitra.node'], 'the CUDA addon and the CPU one beside it');
+    t.ok(files.includes('libggml-cpu-haswell.so'), `the CPU addon's x86-64-v3 variant beside it: ${files.join(' ')}`);
     t.equal((await ls('/var/lib/arbitra/models')).stdout.trim(), '', 'no model is baked in');
   });
 

@@ -16,6 +16,8 @@ const CPU: PathFacts = {
   experts: 0,
   headSizeK: 128,
   headSizeV: 128,
+  cpuVariant: 'zen4',
+  cpuVariants: ['zen4', 'haswell'],
 };
 const GPU: PathFacts = { ...CPU, backend: 'cuda', kvGather: true, offloadedLayers: 29 };
 
@@ -58,7 +60,14 @@ t.test('the promise: false on an uncovered path whatever the check saw, the chec
 });
 
 t.test('the start-up lines: the resolved path always, a warning with the reasons where it is not covered', async (t) => {
-  t.same(pathReport(servedPath(CPU)), ['path: exact kernels, flash attention on, shared pool gather off (as resolved)']);
+  t.same(pathReport(servedPath(CPU)), [
+    'path: exact kernels, flash attention on, shared pool gather off (as resolved), CPU variant zen4 (of zen4, haswell on this processor)',
+  ]);
+  t.match(
+    pathReport(servedPath({ ...CPU, cpuVariant: 'built-in', cpuVariants: [] })),
+    [/, CPU variant built-in$/],
+    'a build with one CPU backend names no choice',
+  );
   t.match(pathReport(servedPath({ ...CPU, flashAttention: false })), [
     /^path: exact kernels, flash attention off/,
     /^WARNING: the exact kernels run on a path their promise does not cover, so \/health says deterministic: false: flash attention is off/,

@@ -70,6 +70,18 @@ t.test('facts about the file, the build and the options', async (t) => {
   const info = JSON.parse(fs.readFileSync('node_modules/node-llama-cpp/llama/llama.cpp.info.json', 'utf8')) as { tag: string };
   const commit = execFileSync('git', ['-C', 'deps/llama.cpp', 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   t.equal(facts.llamaBuild, `${info.tag}-${commit}`, 'llama.cpp build id is the pinned tag and the source commit');
+  const variants = addon.cpuVariants();
+  t.same(
+    facts.cpuVariants,
+    variants.filter((v) => v.runnable).map((v) => v.name),
+    "the variants this processor runs, in the addon's order: best first",
+  );
+  t.equal(facts.cpuVariant, facts.cpuVariants[0] ?? 'built-in', 'unpinned, the engine loads the best of them');
+  if (process.arch === 'x64' && process.platform === 'linux')
+    t.ok(
+      variants.some((v) => v.name === 'haswell' && v.runnable),
+      'an x86-64 build carries x86-64-v3',
+    );
   t.equal(facts.threads, 2);
   t.equal(facts.contextSize, 1024, 'the longest prompt is --ctx-size');
   t.equal(facts.kvLayout, 'shared', 'one pool is the default');

@@ -8,13 +8,13 @@ import path from 'node:path';
 import type { Test } from 'tap';
 import { packageRoot } from '../../src/paths.js';
 
-export function runNativeTests(t: Test, name: string, opts: { atLeast: number; timeoutMs: number }): void {
+export function runNativeTests(t: Test, name: string, opts: { atLeast: number; timeoutMs: number; args?: string[] }): void {
   const binary = path.join(packageRoot(), 'build', 'Release', name);
   if (!fs.existsSync(binary)) {
     t.fail(`${binary} is missing: npm install (or npm run build:addon) builds it with the addon`);
     return;
   }
-  const run = spawnSync(binary, { encoding: 'utf8', timeout: opts.timeoutMs });
+  const run = spawnSync(binary, opts.args ?? [], { encoding: 'utf8', timeout: opts.timeoutMs });
   const lines = run.stdout.split('\n');
   const results = lines.filter((l) => /^(not )?ok /.test(l));
   t.ok(results.length >= opts.atLeast, `the tests ran (${results.length} of them)`);

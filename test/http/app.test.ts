@@ -94,6 +94,8 @@ t.test('an engine on a path the exact kernels do not cover: /health says determi
     experts: 0,
     headSizeK: 128,
     headSizeV: 128,
+    cpuVariant: 'built-in',
+    cpuVariants: [],
   });
   const determinism = {
     kernels: 'exact' as const,

@@ -106,7 +106,12 @@ export function enginesPage(): Page {
           h('td', { class: 'engine-number' }, String(engine.engine)),
           h('td', { class: 'engine-device' }, engine.device ?? 'cpu'),
           h('td', { class: `engine-status status-${engine.status.replace(/[^a-z-]/gi, '')}` }, engine.status),
-          h('td', { class: 'engine-kernels', title: engine.kernels_note ?? '' }, engine.kernels ?? DASH),
+          h(
+            'td',
+            { class: 'engine-kernels', title: engine.kernels_note ?? '' },
+            engine.kernels ?? DASH,
+            engine.path ? h('span', { class: 'engine-cpu-variant muted' }, ` on CPU variant ${engine.path.cpu_variant}`) : null,
+          ),
           h('td', { class: engine.deterministic === false ? 'engine-deterministic moved' : 'engine-deterministic' }, determinism(engine)),
         ),
       ),

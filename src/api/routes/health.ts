@@ -108,7 +108,14 @@ function engineHealth({ determinism, kernelPath: path, message, ...state }: Engi
     deterministic: keepsPromise(path, determinism?.deterministic ?? null),
     max_difference: determinism?.maxDifference ?? null,
     ...(determinism?.fallback ? { kernels_note: determinism.fallback } : {}),
-    path: path && { flash_attention: path.flashAttention, kv_gather: path.kvGather, covered: isCovered(path), uncovered: path.uncovered },
+    path: path && {
+      flash_attention: path.flashAttention,
+      kv_gather: path.kvGather,
+      cpu_variant: path.cpuVariant,
+      cpu_variants: path.cpuVariants,
+      covered: isCovered(path),
+      uncovered: path.uncovered,
+    },
   };
 }
 

@@ -268,7 +268,7 @@ export function systemoneRoutes(deps: SystemOneDeps): Route[] {
         model,
         quant_method: info.quantMethod,
         quant_bits: info.quantBits,
-        runtime: { engine: 'arbitra', llama_cpp: info.llamaBuild, backend: info.backend, threads: info.threads },
+        runtime: { engine: 'arbitra', llama_cpp: info.llamaBuild, backend: info.backend, threads: info.threads, cpu_variant: info.cpuVariant },
         calibration_version: decision.calibration?.version ?? null,
         calibration: decision.calibration?.method ?? null,
         region: 'eu',

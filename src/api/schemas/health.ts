@@ -50,6 +50,11 @@ export const HealthResponse = Type.Object(
             Type.Object({
               flash_attention: Type.Boolean({ description: 'flash attention as its contexts resolved it (exact kernels ask for it on)' }),
               kv_gather: Type.Boolean({ description: "the shared pool's attention reads its cells gathered in position order, as resolved" }),
+              cpu_variant: Type.String({
+                description:
+                  'the CPU backend variant its process loaded ("zen4", "haswell"; "built-in" for a build without variants): bits are the same within a variant, so nodes that must agree pin one (--cpu-variant)',
+              }),
+              cpu_variants: Type.Array(Type.String(), { description: "the build's variants this processor can run, best first" }),
               covered: Type.Boolean({ description: "the exact kernels' promise covers this path" }),
               uncovered: Type.Array(Type.String(), { description: 'why it does not; empty when it does' }),
             }),

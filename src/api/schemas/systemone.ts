@@ -76,6 +76,7 @@ export const Runtime = Type.Object({
   llama_cpp: Type.String(),
   backend: Type.String(),
   threads: Type.Integer(),
+  cpu_variant: Type.Optional(Type.String()),
 });
 
 export const ResponseMeta = Type.Object({
