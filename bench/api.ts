@@ -1,6 +1,7 @@
 // `npm run bench:api`: decisions per second and p50/p99 latency of POST /v1/systemone, with exact
 // kernels (the default) and with fast ones, against llama-server built from the same llama.cpp
-// source, same model and threads, asked one prompt per question × pass (n_predict 1, n_probs) by
+// source (twice: with the addon's portable flags, and natively as llama.cpp builds by default), same
+// model and threads, asked one prompt per question × pass (n_predict 1, n_probs) by
 // the same load generator. The servers run side by side and take turns on each cell in short
 // rounds, so that the machine's drift in speed falls on all of them alike. Each of our servers'
 // engines is recorded as GET /health describes it after the load: its load-time determinism check
@@ -15,7 +16,7 @@ import { describeEngines, readEngineHealth, type EngineHealth } from './lib/engi
 import { modelFor } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import { engineRequestFor } from './lib/capture.js';
-import { ensureLlamaTool } from './lib/llama-bench.js';
+import { ensureLlamaTool, type LlamaToolBuild } from './lib/llama-bench.js';
 import { startLlamaServer } from './lib/llama-server.js';
 import { poolRounds, runRound, turnOrder, type LoadResult, type LoadRound } from './lib/load.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
@@ -128,10 +129,9 @@ async function arbitraSide(kernels: 'exact' | 'fast', maxStepMs?: number): Promi
   };
 }
 
-async function llamaServerSide(
-  binary: string,
-  prompts: Record<Workload, Prompts>,
-): Promise<Side & { tokensPerDecision(w: Workload): number; forgetTokens(w: Workload): void }> {
+type BaselineSide = Side & { tokensPerDecision(w: Workload): number; forgetTokens(w: Workload): void };
+
+async function llamaServerSide(binary: string, build: LlamaToolBuild, prompts: Record<Workload, Prompts>): Promise<BaselineSide> {
   // One slot per concurrent prompt up to 32 (llama-server's continuous batching), each with room for one prompt.
   const server = await startLlamaServer(binary, { model, port: await freePort(), threads, parallel: 32, ctxPerSlot: 1024 });
   // Prompt tokens llama-server reports it evaluated: shows whether its slots reused any prefix.
@@ -148,7 +148,7 @@ async function llamaServerSide(
     return r.ok && Array.isArray(j.completion_probabilities);
   };
   return {
-    name: 'llama-server',
+    name: build === 'native' ? 'llama-server native' : 'llama-server',
     command: rel(server.command),
     // One process, which sampleServer reads as a primary without children.
     residentMiB: () => sampleServer(server.pid)[0]?.rssMb ?? NaN,
@@ -172,10 +172,13 @@ interface Row {
   results: Record<string, LoadResult>;
   /** Ours ÷ llama-server in decisions/s, by our side's name. */
   ratios: Record<string, number>;
+  /** Ours ÷ the natively built llama-server. */
+  nativeRatios: Record<string, number>;
 }
 
 async function main(): Promise<void> {
   const serverBinary = ensureLlamaTool(root, 'llama-server', log);
+  const nativeServerBinary = ensureLlamaTool(root, 'llama-server', log, 'native');
 
   log('building the prompts the baseline will be asked');
   const local = await createLocalEngine(model, { threads });
@@ -187,7 +190,8 @@ async function main(): Promise<void> {
   const starting = [
     arbitraSide('exact'),
     arbitraSide('fast'),
-    llamaServerSide(serverBinary, prompts),
+    llamaServerSide(serverBinary, 'portable', prompts),
+    llamaServerSide(nativeServerBinary, 'native', prompts),
     ...maxSteps.map((v) => arbitraSide('exact', v)),
   ] as const;
   const settled = await Promise.allSettled(starting);
@@ -196,8 +200,9 @@ async function main(): Promise<void> {
     await Promise.all(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.stop()] : [])));
     throw failedStart.reason;
   }
-  const [exact, fast, baseline, ...stepped] = await Promise.all(starting);
-  const sides: Side[] = [exact, fast, baseline, ...stepped];
+  const [exact, fast, baseline, nativeBaseline, ...stepped] = await Promise.all(starting);
+  const sides: Side[] = [exact, fast, baseline, nativeBaseline, ...stepped];
+  const baselines = [baseline, nativeBaseline];
   const ours = [exact, fast, ...stepped];
   // Our servers run in process groups of their own, which the terminal's Ctrl-C does not reach.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -211,7 +216,7 @@ async function main(): Promise<void> {
     for (const w of WORKLOAD_NAMES) {
       // The first requests pay one-off costs (connections, graph allocation) that no cell should.
       for (const side of sides) await runRound(() => side.decide(w), { concurrency: 2, seconds: 0, minPerClient: 2 });
-      baseline.forgetTokens(w);
+      for (const b of baselines) b.forgetTokens(w);
       for (const c of levels) {
         const rounds = sides.map((): LoadRound[] => []);
         for (let r = 0; r < roundCount; r++) {
@@ -232,6 +237,7 @@ async function main(): Promise<void> {
           concurrency: c,
           results,
           ratios: Object.fromEntries(ours.map((s) => [s.name, results[s.name]!.perSecond / results[baseline.name]!.perSecond])),
+          nativeRatios: Object.fromEntries(ours.map((s) => [s.name, results[s.name]!.perSecond / results[nativeBaseline.name]!.perSecond])),
         });
       }
     }
@@ -246,12 +252,18 @@ async function main(): Promise<void> {
   const tokens = Object.fromEntries(
     WORKLOAD_NAMES.map((w) => [
       w,
-      { oursCold: prompts[w].evaluatedTokens, ours: prompts[w].evaluatedTokensWarm, baseline: Math.round(baseline.tokensPerDecision(w)) },
+      {
+        oursCold: prompts[w].evaluatedTokens,
+        ours: prompts[w].evaluatedTokensWarm,
+        baseline: Math.round(baseline.tokensPerDecision(w)),
+        nativeBaseline: Math.round(nativeBaseline.tokensPerDecision(w)),
+      },
     ]),
-  ) as Record<Workload, { oursCold: number; ours: number; baseline: number }>;
+  ) as Record<Workload, { oursCold: number; ours: number; baseline: number; nativeBaseline: number }>;
   // Raw prompt tokens/s: tokens a side runs through the model per decision times its decisions/s.
   const tokensPerSecond = (r: Row, side: Side): number =>
-    r.results[side.name]!.perSecond * (side === baseline ? tokens[r.workload].baseline : tokens[r.workload].ours);
+    r.results[side.name]!.perSecond *
+    (side === baseline ? tokens[r.workload].baseline : side === nativeBaseline ? tokens[r.workload].nativeBaseline : tokens[r.workload].ours);
   const command = [
     ...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS', 'BENCH_MAX_STEP_MS'].flatMap((k) =>
       process.env[k] ? [`${k}=${process.env[k]}`] : [],
@@ -285,6 +297,7 @@ async function main(): Promise<void> {
     'concurrency',
     ...sides.flatMap((s) => [`${s.name} decisions/s`, 'p50 ms', 'p99 ms', 'prompt tok/s']),
     ...ours.map((s) => `${s.name} ÷ llama-server`),
+    ...ours.map((s) => `${s.name} ÷ llama-server native`),
   ];
   const table = [
     `| ${header.join(' | ')} |`,
@@ -296,7 +309,7 @@ async function main(): Promise<void> {
         ms(r.results[s.name]!.p99ms),
         tokensPerSecond(r, s).toFixed(0),
       ]);
-      return `| ${r.workload} | ${r.concurrency} | ${cells.join(' | ')} | ${ours.map((s) => `**${x(r.ratios[s.name]!)}**`).join(' | ')} |`;
+      return `| ${r.workload} | ${r.concurrency} | ${cells.join(' | ')} | ${ours.map((s) => `**${x(r.ratios[s.name]!)}**`).join(' | ')} | ${ours.map((s) => x(r.nativeRatios[s.name]!)).join(' | ')} |`;
     }),
   ].join('\n');
   const goals = GOALS.map((g) => {
@@ -332,7 +345,7 @@ async function main(): Promise<void> {
 - Ours, exact kernels (the default, batch-invariant: on which the determinism promise rests): \`${exact.command}\`.
 - Ours, fast kernels (llama.cpp's stock CPU kernels, chosen by batch shape): \`${fast.command}\`.
 ${stepped.map((s) => `- ${s.name[0]!.toUpperCase()}${s.name.slice(1)}: \`${s.command}\`.\n`).join('')}- Load-time check and resolved path (GET /health, \`engines[]\`): ${ours.map((s) => `${s.name}: ${describeEngines(s.engines)}`).join('; ')}.
-- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.
+- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together. Native baseline, asked the same way: \`${nativeBaseline.command}\`, built with GGML_NATIVE as llama.cpp builds by default (every instruction this processor has; build/bench-tools-native).
 - Interleaved: the ${sides.length} servers are started together and stay up for the whole run; only one is loaded at a time, the others idle. Each cell is ${roundCount} rounds; in a round each server in turn gets the cell's load for ${roundSeconds.toFixed(0)} s and then until its requests in flight finish (a round shorter than a request is one wave of requests), and the order rotates, so that each server goes first once in ${sides.length} rounds. A server's decisions/s are its completions over the summed time of its rounds, its percentiles over all of its latencies: a slow spell of the machine falls on all of them alike. One server's rounds within one cell still differed by up to ${drift.toFixed(1)}× (\`roundRates\` in bench/out/api.json).
 
 ${table}
