@@ -5,8 +5,8 @@ option(ARBITRA_CUDA "Build llama.cpp with the CUDA backend" OFF)
 option(ARBITRA_NATIVE "Tune llama.cpp for this machine's CPU (binaries may not run elsewhere)" OFF)
 
 # CPU variants (an x86-64 CPU build's default, scripts/setup.mjs): the CPU backend is built once per
-# instruction set named below, each a module beside the addon, and src/engine picks the best this
-# processor runs at load (native/cpu_variant.cc). Modules need ggml and llama as shared libraries,
+# instruction set named below, each a module beside the addon, and the engine loads the best this
+# processor runs when it starts (native/cpu_variant.cc). Modules need ggml and llama as shared libraries,
 # found beside whatever loads them ($ORIGIN), so the folder can be copied into an image whole.
 option(ARBITRA_CPU_VARIANTS "Build the CPU backend once per variant in ARBITRA_CPU_VARIANT_LIST, chosen at load" OFF)
 # haswell is x86-64-v3 (AVX2, FMA, F16C, BMI2); zen4 adds AVX-512 with VBMI, VNNI and BF16 (Zen 4 and

@@ -53,9 +53,9 @@ std::string names(const std::vector<CpuVariant>& variants) {
 }
 #endif
 
-}  // namespace
-
-std::vector<CpuVariant> cpu_variants() {
+// Scans the folder and dlopens each module to score it. The modules are part of the build the
+// process runs, so one scan serves the process (cpu_variants() caches it).
+std::vector<CpuVariant> scan_variants() {
   std::vector<CpuVariant> found;
 #ifdef GGML_BACKEND_DL
   const std::string folder = own_folder();
@@ -74,6 +74,13 @@ std::vector<CpuVariant> cpu_variants() {
   std::sort(found.begin(), found.end(), [](const CpuVariant& a, const CpuVariant& b) { return a.score != b.score ? a.score > b.score : a.name < b.name; });
 #endif
   return found;
+}
+
+}  // namespace
+
+std::vector<CpuVariant> cpu_variants() {
+  static const std::vector<CpuVariant> variants = scan_variants();
+  return variants;
 }
 
 std::string use_cpu_variant(const std::string& pin) {

@@ -19,7 +19,7 @@ ensureVenv({
 if (process.argv.includes('--install')) process.exit(0);
 
 /** Our C++: the addon, its tests and tools (llama.cpp's own code and the patches are not ours to format). */
-const files = ['native', 'native/tests', 'native/tools'].flatMap((dir) =>
+const files = ['native', 'native/ggml-cpu', 'native/tests', 'native/tools'].flatMap((dir) =>
   fs
     .readdirSync(path.join(root, dir))
     .filter((f) => /\.(cc|h)$/.test(f))

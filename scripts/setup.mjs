@@ -79,7 +79,7 @@ function buildAddon() {
   const hash = createHash('sha256');
   hashTree(hash, path.join(root, 'native'));
   hash.update(fs.readFileSync(path.join(root, 'CMakeLists.txt')));
-  hash.update(fs.readFileSync(path.join(root, 'cmake', 'llama-settings.cmake')));
+  hashTree(hash, path.join(root, 'cmake'));
   hash.update(fs.readFileSync(path.join(root, 'deps', 'llama.cpp.stamp')));
   hash.update(`${process.versions.modules}:${cuda}:${native}:${variants}`);
   if (cudaArchitectures) hash.update(`:${cudaArchitectures}`);

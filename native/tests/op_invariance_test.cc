@@ -10,7 +10,9 @@
 // be woken (native/patches/ggml-cpu-barrier-sleep.patch): a lost wake-up hangs the test, an early
 // one changes the bits. These are the properties the engine's determinism promise rests on, held
 // where they are made, below llama.cpp's graph. Attention's rows are also held to a
-// double-precision reference, which a kernel wrong the same way in every layout would fail.
+// double-precision reference, which a kernel wrong the same way in every layout would fail, and a
+// product on a repacked layout (the CPU's, whose Q4_K kernel is the engine's own, native/ggml-cpu)
+// to the plain layout's product, to rounding.
 //
 // Each test is tagged with the backends it is required of: [every backend] for what the promise
 // needs of any backend's exact kernels (quantized products; attention over cells in position order,
@@ -188,10 +190,11 @@ struct Weight {
   }
 };
 
-void make_weight(const Backend& b, ggml_type type, const Shape& s, Weight* w) {
+// `plain`: in the backend's own buffer type, never repacked.
+void make_weight(const Backend& b, ggml_type type, const Shape& s, Weight* w, bool plain = false) {
   w->ctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
   w->t = ggml_new_tensor_2d(w->ctx, type, s.k, s.n);
-  ggml_backend_buffer_type_t buft = weight_buffer_type(b, w->t);
+  ggml_backend_buffer_type_t buft = plain ? ggml_backend_get_default_buffer_type(b.backend) : weight_buffer_type(b, w->t);
   w->where = ggml_backend_buft_name(buft);
   w->buf = ggml_backend_alloc_ctx_tensors_from_buft(w->ctx, buft);
   const std::vector<float> f = randoms(static_cast<size_t>(s.k * s.n), 7 + static_cast<uint32_t>(type));
@@ -253,6 +256,37 @@ void test_product(const Backend& b, ggml_type type, const Shape& s) {
     }
   }
   std::printf("# %s: %lld rows compared, largest difference %g\n", current.c_str(), static_cast<long long>(compared), static_cast<double>(worst));
+}
+
+bool repacked(const Backend& b, ggml_type type, const Shape& s) {
+  if (!b.cpu) return false;
+  ggml_context* probe = ggml_init({ggml_tensor_overhead(), nullptr, true});
+  const bool is = weight_buffer_type(b, ggml_new_tensor_2d(probe, type, s.k, s.n)) != ggml_backend_get_default_buffer_type(b.backend);
+  ggml_free(probe);
+  return is;
+}
+
+// A repacked layout's product is the plain layout's (llama.cpp's dot products on the original
+// blocks) to rounding: a kernel that gives a row the same bits in every batch may still compute the
+// wrong function, and on the CPU the repacked kernels are the engine's own code (native/ggml-cpu).
+// Integer sums are exact in both; what differs is the order of a few float steps a super-block.
+void test_repacked_agrees(const Backend& b, ggml_type type, const Shape& s) {
+  Weight packed, plain;
+  make_weight(b, type, s, &packed);
+  make_weight(b, type, s, &plain, true);
+  current = std::string("a ") + ggml_type_name(type) + " product on " + packed.where + " is the plain layout's to rounding (K " + std::to_string(s.k) + ", N " +
+            std::to_string(s.n) + ")";
+  const std::vector<float> pool = randoms(static_cast<size_t>(s.k * 9), 5 + static_cast<uint32_t>(type));
+  float worst = 0.0f, largest = 0.0f;
+  for (int64_t width : {int64_t{1}, int64_t{9}}) {
+    const std::vector<float> want = product(b, plain, pool, 0, width);
+    const std::vector<float> got = product(b, packed, pool, 0, width);
+    for (float v : want) largest = std::max(largest, std::fabs(v));
+    worst = std::max(worst, largest_difference(want.data(), got.data(), want.size()));
+  }
+  // float rounding moves a sum of K products by about 1e-6 of its scale; a wrong weight, by its whole
+  check(worst <= 1e-4f * largest, "largest difference " + std::to_string(worst) + " against values up to " + std::to_string(largest));
+  std::printf("# %s: largest difference %g against values up to %g\n", current.c_str(), static_cast<double>(worst), static_cast<double>(largest));
 }
 
 // ---- attention ----
@@ -617,6 +651,9 @@ int run_backend(const Backend& b, const Shape& shape, bool reported) {
     if (!reported && (b.cpu || scope == Scope::kEveryBackend)) required_failed += failed;
   };
   for (ggml_type t : kTypes) run(product_scope(t), [&] { test_product(b, t, shape); });
+  for (ggml_type t : kTypes) {
+    if (repacked(b, t, shape)) run(Scope::kCpuOnly, [&] { test_repacked_agrees(b, t, shape); });
+  }
   for (Scope scope : {Scope::kEveryBackend, Scope::kCpuOnly}) run(scope, [&] { test_attention(b, scope); });
   run(Scope::kEveryBackend, [&] { test_attention_values(b); });
   return required_failed;
