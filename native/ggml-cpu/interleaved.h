@@ -1,0 +1,141 @@
+// Matrix products of K-quant weights whose rows are interleaved 8 at a time, for ggml's CPU
+// backend: what every weight type's kernel shares (native/ggml-cpu/q*_interleaved.cc). Compiled
+// into each CPU backend of the build with its instruction flags (cmake/arbitra-kernels.cmake) and
+// found by repack.cpp through a weak hook (native/patches/ggml-cpu-int8-hook.patch, hook.cc).
+//
+// Why not llama.cpp's kernels: its x86 repacked kernels (Q4_K, Q4_0) cut a batch into 16-row and
+// 4-row groups and move every byte of both operands through shuffles before their integer dot
+// products, and in the batch-invariant mode the rows past a multiple of 4 are padded to a group of
+// 4 that does the work of 4; Q6_K has no x86 repacked kernel and takes one dot product per output.
+// Here 8 weight rows are interleaved 4 bytes at a time, so an activation row's 4 bytes, broadcast,
+// meet the 8 rows in one vpmaddubsw with no shuffle, and each activation row takes the same
+// instructions whether 1 or 4 are done together: a row's result is the same bits in a batch of any
+// width, at any place in it and on any thread count, by construction. The integer sums are exact;
+// the float steps per output are the same for every row in every grouping.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "ggml-cpu-impl.h"
+#include "quants.h"
+#include "repack.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#define ARBITRA_INTERLEAVED 1
+#endif
+
+namespace arbitra::cpu {
+
+// The traits of a weight type these kernels take, or null where this backend's instructions lack
+// them (they need AVX2, FMA and F16C). Both are held to the plain layout's product and to the same
+// bits in every batch by native/tests/op_invariance_test.cc.
+const ggml::cpu::tensor_traits* q4k_interleaved();
+const ggml::cpu::tensor_traits* q6k_interleaved();
+
+constexpr int kRows = 8;  // weight rows interleaved in a block
+
+#ifdef ARBITRA_INTERLEAVED
+
+inline __m256i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+// A weight type's kernel: `Source` the ggml block, `Block` the 8 rows' interleaved super-block (the
+// size of the 8 it replaces, so the repacked tensor fits the allocation llama.cpp sized for the
+// original), `pack` the layout, `product<NR>` the 8 rows times NR activation rows in q8_K.
+template <typename Kernel>
+class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
+  static_assert(sizeof(typename Kernel::Block) == kRows * sizeof(typename Kernel::Source), "the interleaved layout must fit the original's allocation");
+
+ public:
+  bool work_size(int, const ggml_tensor* op, size_t& size) override {
+    if (op->op != GGML_OP_MUL_MAT) return false;
+    size = ggml_row_size(GGML_TYPE_Q8_K, op->src[1]->ne[0]) * ggml_nrows(op->src[1]);
+    return true;
+  }
+
+  bool compute_forward(ggml_compute_params* params, ggml_tensor* op) override {
+    if (op->op != GGML_OP_MUL_MAT) return false;
+    mul_mat(params, op);
+    return true;
+  }
+
+  int repack(ggml_tensor* t, const void* data, size_t data_size) override {
+    GGML_ASSERT(data_size == ggml_nbytes(t));
+    const int64_t nb = t->ne[0] / QK_K;
+    const auto* src = static_cast<const typename Kernel::Source*>(data);
+    auto* dst = static_cast<typename Kernel::Block*>(t->data);
+    for (int64_t g = 0; g < t->ne[1] / kRows; g++) {
+      for (int64_t b = 0; b < nb; b++) {
+        const typename Kernel::Source* rows[kRows];
+        for (int r = 0; r < kRows; r++) rows[r] = src + (g * kRows + r) * nb + b;
+        Kernel::pack(dst + g * nb + b, rows);
+      }
+    }
+    return 0;
+  }
+
+ private:
+  // The rows of src1 (all planes) are quantized to q8_K in wdata, then the product is cut into
+  // tiles of activation rows and weight-row groups that the threads take in turn. Tiles decide
+  // only which rows are computed together, never how.
+  static void mul_mat(ggml_compute_params* params, ggml_tensor* op) {
+    const ggml_tensor* w = op->src[0];
+    const ggml_tensor* x = op->src[1];
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && op->nb[0] == sizeof(float));
+    GGML_ASSERT(op->ne[0] == w->ne[1] && x->ne[0] == w->ne[0]);
+    const int64_t k = w->ne[0];
+    const int64_t nb = k / QK_K;
+    const int64_t rows = ggml_nrows(x);
+    const size_t row_q8 = ggml_row_size(GGML_TYPE_Q8_K, k);
+    char* wdata = static_cast<char*>(params->wdata);
+    const int64_t ne1 = x->ne[1];
+    const int64_t ne2 = x->ne[2];
+    const auto offset = [&](const ggml_tensor* t, int64_t i) { return (i % ne1) * t->nb[1] + (i / ne1 % ne2) * t->nb[2] + (i / (ne1 * ne2)) * t->nb[3]; };
+
+    for (int64_t i = params->ith; i < rows; i += params->nth) {
+      quantize_row_q8_K(reinterpret_cast<const float*>(static_cast<const char*>(x->data) + offset(x, i)), wdata + i * row_q8, k);
+    }
+    if (params->ith == 0) ggml_threadpool_chunk_set(params->threadpool, params->nth);
+    ggml_barrier(params->threadpool);
+
+    // Activation rows a tile: as many as keep their q8_K rows within half of a 512 KiB L2 while a
+    // group's weights stream past them, a multiple of 4 from 4 to 64.
+    const int64_t tile_rows = std::clamp<int64_t>((256 * 1024 / static_cast<int64_t>(row_q8)) & ~int64_t{3}, 4, 64);
+    const int64_t row_tiles = (rows + tile_rows - 1) / tile_rows;
+    const int64_t groups = w->ne[1] / kRows;
+    // at least four tiles a thread, so that threads that finish early take the rest
+    const int64_t group_tiles = std::min(groups, std::max<int64_t>(1, (4 * params->nth + row_tiles - 1) / row_tiles));
+    const int64_t tile_groups = (groups + group_tiles - 1) / group_tiles;
+    const auto* weights = static_cast<const typename Kernel::Block*>(w->data);
+    const auto out_row = [&](int64_t i, int64_t g) { return reinterpret_cast<float*>(static_cast<char*>(op->data) + offset(op, i)) + g * kRows; };
+    const auto q8_row = [&](int64_t i) { return reinterpret_cast<const block_q8_K*>(wdata + i * row_q8); };
+
+    for (int64_t tile = params->ith; tile < row_tiles * group_tiles; tile = ggml_threadpool_chunk_add(params->threadpool, 1)) {
+      const int64_t r0 = tile / group_tiles * tile_rows, r1 = std::min(rows, r0 + tile_rows);
+      const int64_t g0 = tile % group_tiles * tile_groups, g1 = std::min(groups, g0 + tile_groups);
+      for (int64_t g = g0; g < g1; g++) {
+        const typename Kernel::Block* wg = weights + g * nb;
+        int64_t r = r0;
+        for (; r + 4 <= r1; r += 4) {
+          const block_q8_K* y[4] = {q8_row(r), q8_row(r + 1), q8_row(r + 2), q8_row(r + 3)};
+          float* out[4] = {out_row(r, g), out_row(r + 1, g), out_row(r + 2, g), out_row(r + 3, g)};
+          Kernel::template product<4>(static_cast<int>(nb), out, wg, y);
+        }
+        for (; r < r1; r++) {
+          const block_q8_K* y[1] = {q8_row(r)};
+          float* out[1] = {out_row(r, g)};
+          Kernel::template product<1>(static_cast<int>(nb), out, wg, y);
+        }
+      }
+    }
+  }
+};
+
+#endif  // ARBITRA_INTERLEAVED
+
+}  // namespace arbitra::cpu
