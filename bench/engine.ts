@@ -1,12 +1,13 @@
 // `npm run bench:engine`: prompt tokens/s of score() on a realistic decision workload (one ~200-token
 // state, 4 questions of ~40 tokens, 4 options each, 4 permutations each = 16 branches) against the
 // prefill tokens/s that llama-bench, built from the same llama.cpp source with the same flags,
-// measures for the same model and thread count, with the engine's resident memory and KV bytes at
+// measures for the same model and thread count (llama-bench built from deps/llama.cpp alone runs
+// llama.cpp's own products), with the engine's resident memory and KV bytes at
 // the defaults (the shared pool), at 256 sequences and in the copied layout. llama-bench runs twice
 // over: built with the addon's portable flags, and natively as llama.cpp builds by default. The
 // defaults also run once per CPU variant this processor executes, each in a process of its own
-// (a process loads one variant). Writes bench/out/engine.json and the engine section of
-// bench/RESULTS.md.
+// (a process loads one variant), with our Q4_K and Q6_K products and with llama.cpp's. Writes
+// bench/out/engine.json and the engine section of bench/RESULTS.md.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -207,21 +208,28 @@ async function runEngine(name: string, options: Partial<EngineOptions>): Promise
   return { name, info, base, cold, warm, memory };
 }
 
+/** Whose Q4_K and Q6_K products a child runs: ours (native/ggml-cpu) or llama.cpp's (ARBITRA_INT8_KERNELS=off). */
+type Products = 'ours' | 'llama.cpp';
+
 interface VariantRun {
   variant: string;
+  products: Products;
   cold: Measured;
   warm: Measured;
 }
 
-/** The defaults on one CPU variant, in a process of its own: this file again, as BENCH_ENGINE_VARIANT's child. */
-function variantRun(variant: string): VariantRun {
+/**
+ * The defaults on one CPU variant, in a process of its own: this file again, as BENCH_ENGINE_VARIANT's
+ * child. The products are chosen when the weights load, so llama.cpp's need a process too.
+ */
+function variantRun(variant: string, products: Products): VariantRun {
   const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url)], {
-    env: { ...process.env, BENCH_ENGINE_VARIANT: variant },
+    env: { ...process.env, BENCH_ENGINE_VARIANT: variant, ARBITRA_INT8_KERNELS: products === 'ours' ? 'on' : 'off' },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 16 << 20,
   });
-  return JSON.parse(out.trim().split('\n').at(-1)!) as VariantRun;
+  return { ...(JSON.parse(out.trim().split('\n').at(-1)!) as Omit<VariantRun, 'products'>), products };
 }
 
 const PP_TOKENS = 512;
@@ -239,7 +247,7 @@ function referenceRound(binaries: Record<LlamaToolBuild, string>, when: string):
 async function main(): Promise<void> {
   if (CHILD_VARIANT) {
     const run = await runEngine(`defaults on CPU variant ${CHILD_VARIANT}`, { cpuVariant: CHILD_VARIANT });
-    process.stdout.write(`${JSON.stringify({ variant: run.info.cpuVariant, cold: run.cold, warm: run.warm } satisfies VariantRun)}\n`);
+    process.stdout.write(`${JSON.stringify({ variant: run.info.cpuVariant, cold: run.cold, warm: run.warm } satisfies Omit<VariantRun, 'products'>)}\n`);
     return;
   }
   const binaries: Record<LlamaToolBuild, string> = {
@@ -256,7 +264,7 @@ async function main(): Promise<void> {
     .cpuVariants()
     .filter((v) => v.runnable)
     .map((v) => v.name);
-  const byVariant = variants.map((v) => variantRun(v));
+  const byVariant = variants.flatMap((v) => [variantRun(v, 'ours'), variantRun(v, 'llama.cpp')]);
 
   // The defaults first: the figures the goals are read from, on a process no other engine has used.
   const configs: { name: string; options: Partial<EngineOptions> }[] = [
@@ -355,14 +363,18 @@ async function main(): Promise<void> {
     row(cold),
     row(warm),
     '',
-    `By CPU variant (the defaults, each in a process of its own, between the two reference rounds; goals of issue 53: cold useful tok/s at least 1.5× native llama-bench and 2× the portable one):`,
+    `By CPU variant and whose Q4_K and Q6_K products (the defaults, each in a process of its own, between the two reference rounds; ours: native/ggml-cpu, llama.cpp's: \`ARBITRA_INT8_KERNELS=off\`; goals of issue 53: cold useful tok/s at least 1.5× native llama-bench and 2× the portable one):`,
     '',
-    '| CPU variant | cold median ms | cold useful tok/s | ÷ llama-bench portable | ÷ llama-bench native | warm median ms | warm useful tok/s |',
-    '|---|---|---|---|---|---|---|',
+    '| CPU variant | products | cold median ms | cold useful tok/s | ÷ llama-bench portable | ÷ llama-bench native | warm median ms | warm useful tok/s |',
+    '|---|---|---|---|---|---|---|---|',
     ...byVariant.map(
       (v) =>
-        `| ${v.variant} | ${fmt(v.cold.medianMs)} | ${fmt(v.cold.usefulTokensPerSecond)} | ${fmt(ratio(v.cold), 2)} | ${fmt(nativeRatio(v.cold), 2)} | ${fmt(v.warm.medianMs)} | ${fmt(v.warm.usefulTokensPerSecond)} |`,
+        `| ${v.variant} | ${v.products === 'ours' ? 'ours' : "llama.cpp's"} | ${fmt(v.cold.medianMs)} | ${fmt(v.cold.usefulTokensPerSecond)} | ${fmt(ratio(v.cold), 2)} | ${fmt(nativeRatio(v.cold), 2)} | ${fmt(v.warm.medianMs)} | ${fmt(v.warm.usefulTokensPerSecond)} |`,
     ),
+    ...variants.map((name) => {
+      const [ours, theirs] = (['ours', 'llama.cpp'] as const).map((p) => byVariant.find((v) => v.variant === name && v.products === p)!);
+      return `- ${name}: our products ÷ llama.cpp's, cold useful tok/s: **${fmt(ours!.cold.usefulTokensPerSecond / theirs!.cold.usefulTokensPerSecond, 2)}×**; warm: ${fmt(ours!.warm.usefulTokensPerSecond / theirs!.warm.usefulTokensPerSecond, 2)}×.`;
+    }),
     '',
     '- useful tok/s: prompt tokens the request represents (the state once plus every suffix) ÷ wall time of the score() call.',
     '',
