@@ -19,6 +19,8 @@ extern "C" const ggml::cpu::tensor_traits* arbitra_repack_traits(const ggml_tens
   switch (t->type) {
     case GGML_TYPE_Q4_K:
       return arbitra::cpu::q4k_interleaved();
+    case GGML_TYPE_Q5_K:
+      return arbitra::cpu::q5k_interleaved();
     case GGML_TYPE_Q6_K:
       return arbitra::cpu::q6k_interleaved();
     default:

@@ -6,7 +6,8 @@
 // Why not llama.cpp's kernels: its x86 repacked kernels (Q4_K, Q4_0) cut a batch into 16-row and
 // 4-row groups and move every byte of both operands through shuffles before their integer dot
 // products, and in the batch-invariant mode the rows past a multiple of 4 are padded to a group of
-// 4 that does the work of 4; Q6_K has no x86 repacked kernel and takes one dot product per output.
+// 4 that does the work of 4; Q5_K and Q6_K have no x86 repacked kernel and take one dot product per
+// output.
 // Here 8 weight rows are interleaved 4 bytes at a time, so an activation row's 4 bytes, broadcast,
 // meet the 8 rows in one vpmaddubsw with no shuffle, and each activation row takes the same
 // instructions whether 1 or 4 are done together: a row's result is the same bits in a batch of any
@@ -32,6 +33,7 @@ namespace arbitra::cpu {
 // them (they need AVX2, FMA and F16C). Both are held to the plain layout's product and to the same
 // bits in every batch by native/tests/op_invariance_test.cc.
 const ggml::cpu::tensor_traits* q4k_interleaved();
+const ggml::cpu::tensor_traits* q5k_interleaved();
 const ggml::cpu::tensor_traits* q6k_interleaved();
 
 constexpr int kRows = 8;  // weight rows interleaved in a block

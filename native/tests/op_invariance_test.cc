@@ -11,7 +11,7 @@
 // one changes the bits. These are the properties the engine's determinism promise rests on, held
 // where they are made, below llama.cpp's graph. Attention's rows are also held to a
 // double-precision reference, which a kernel wrong the same way in every layout would fail, and a
-// product on a repacked layout (the CPU's, whose Q4_K and Q6_K kernels are the engine's own, native/ggml-cpu)
+// product on a repacked layout (the CPU's, whose Q4_K, Q5_K and Q6_K kernels are the engine's own, native/ggml-cpu)
 // to the plain layout's product, to rounding.
 //
 // Each test is tagged with the backends it is required of: [every backend] for what the promise
@@ -268,7 +268,7 @@ bool repacked(const Backend& b, ggml_type type, const Shape& s) {
 
 // A repacked layout's product is the plain layout's (llama.cpp's dot products on the original
 // blocks) to rounding: a kernel that gives a row the same bits in every batch may still compute the
-// wrong function, and on the CPU the Q4_K and Q6_K repacked kernels are the engine's own code (native/ggml-cpu).
+// wrong function, and on the CPU the Q4_K, Q5_K and Q6_K repacked kernels are the engine's own code (native/ggml-cpu).
 // Integer sums are exact in both; what differs is the order of a few float steps a super-block.
 void test_repacked_agrees(const Backend& b, ggml_type type, const Shape& s) {
   Weight packed, plain;

@@ -1,0 +1,193 @@
+// The Q4_K and Q5_K kernels of the interleaved products (interleaved.h). Both have a super-block's
+// 8 sub-blocks of 32 weights scaled by 6-bit scales and offset by 6-bit mins; Q5_K adds a fifth bit
+// to each weight. Per sub-block, a row's scale and min products are integers; per super-block, a
+// scale product and two fused multiply-adds in floats; one subtraction at the end.
+#include "interleaved.h"
+
+namespace arbitra::cpu {
+
+#ifdef ARBITRA_INTERLEAVED
+namespace {
+
+// The fifth bits of Q5_K, in the interleaved layout; none for Q4_K (an empty base takes no room).
+template <bool kFifth>
+struct FifthBits {
+  // fifth[j][r][i]: bit t is the fifth bit of row r's weight 32 j + 4 t + i, bit 4 + t that of
+  // 32 j + 16 + 4 t + i
+  uint8_t fifth[8][kRows][4];
+};
+template <>
+struct FifthBits<false> {};
+
+template <typename S, bool kFifth>
+struct Q45K {
+  using Source = S;
+
+  struct Block : FifthBits<kFifth> {
+    ggml_half d[kRows];
+    ggml_half dmin[kRows];
+    // The 6-bit scales and mins of the 8 sub-blocks, as 128 bytes sm[j][16] (the 8 rows' scales of
+    // sub-block j, then their mins) cut in two: the low 4 bits of sm byte i in nibble i / 64 of
+    // low[i % 64], its top 2 bits in bits 2 * (i / 32) of high[i % 32]. Unpacking is a few whole-
+    // register operations per super-block (unpack_scales).
+    uint8_t low[64];
+    uint8_t high[32];
+    // qs[j][t][r][i]: the low 4 bits of row r's weight 32 j + 4 t + i (low nibble) and of
+    // 32 j + 16 + 4 t + i (high nibble)
+    uint8_t qs[8][4][kRows][4];
+  };
+
+  static void scale_min(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+    if (j < 4) {
+      *d = q[j] & 63;
+      *m = q[j + 4] & 63;
+    } else {
+      *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+      *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+  }
+
+  // Row x's weights in order (llama.cpp's: each 64 take 32 bytes of qs, low nibbles first, and for
+  // Q5_K bits 2 c and 2 c + 1 of qh).
+  static void weights(const Source& x, uint8_t* w) {
+    for (int c = 0; c < 4; c++) {
+      for (int l = 0; l < 32; l++) {
+        w[64 * c + l] = x.qs[32 * c + l] & 0xF;
+        w[64 * c + 32 + l] = x.qs[32 * c + l] >> 4;
+        if constexpr (kFifth) {
+          w[64 * c + l] |= ((x.qh[l] >> (2 * c)) & 1) << 4;
+          w[64 * c + 32 + l] |= ((x.qh[l] >> (2 * c + 1)) & 1) << 4;
+        }
+      }
+    }
+  }
+
+  static void pack(Block* out, const Source* const* rows) {
+    uint8_t sm[128];
+    std::memset(out, 0, sizeof(*out));
+    for (int r = 0; r < kRows; r++) {
+      const Source& x = *rows[r];
+      out->d[r] = x.d;
+      out->dmin[r] = x.dmin;
+      for (int j = 0; j < 8; j++) scale_min(j, x.scales, &sm[16 * j + r], &sm[16 * j + 8 + r]);
+      uint8_t w[QK_K];
+      weights(x, w);
+      for (int j = 0; j < 8; j++) {
+        for (int t = 0; t < 4; t++) {
+          for (int i = 0; i < 4; i++) {
+            const uint8_t lo = w[32 * j + 4 * t + i], hi = w[32 * j + 16 + 4 * t + i];
+            out->qs[j][t][r][i] = (lo & 0xF) | ((hi & 0xF) << 4);
+            if constexpr (kFifth) out->fifth[j][r][i] |= ((lo >> 4) << t) | ((hi >> 4) << (4 + t));
+          }
+        }
+      }
+    }
+    for (int i = 0; i < 128; i++) {
+      out->low[i % 64] |= (sm[i] & 0xF) << (4 * (i / 64));
+      out->high[i % 32] |= (sm[i] >> 4) << (2 * (i / 32));
+    }
+  }
+
+  // The 128 bytes sm[j][16] of pack, into `sm`.
+  static void unpack_scales(const Block& x, uint8_t* sm) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m2 = _mm256_set1_epi8(0x03);
+    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.low));
+    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.low + 32));
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.high));
+    const __m256i lows[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+    for (int q = 0; q < 4; q++) {
+      const __m256i top = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * q), m2), 4);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sm + 32 * q), _mm256_or_si256(lows[q], top));
+    }
+  }
+
+  // out[a][0..7] = the 8 rows of w (nb super-blocks) times activation row y[a], for a < NR. Every
+  // row a runs the same instructions on its own registers whatever NR is.
+  template <int NR>
+  static void product(int nb, float* const* out, const Block* w, const block_q8_K* const* y) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[NR], acc_min[NR];
+    for (int a = 0; a < NR; a++) {
+      acc[a] = _mm256_setzero_ps();
+      acc_min[a] = _mm256_setzero_ps();
+    }
+    alignas(32) uint8_t sm[128];
+    for (int b = 0; b < nb; b++) {
+      const Block& x = w[b];
+      unpack_scales(x, sm);
+      __m256i isum[NR], imin[NR];
+      for (int a = 0; a < NR; a++) {
+        isum[a] = _mm256_setzero_si256();
+        imin[a] = _mm256_setzero_si256();
+      }
+      for (int j = 0; j < 8; j++) {
+        const __m128i s = _mm_load_si128(reinterpret_cast<const __m128i*>(sm + 16 * j));
+        // each row's scale (and min) twice, for the two 16-bit sums a row has in a product below
+        const __m256i scale = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
+        const __m256i min = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
+        __m256i lo[4], hi[4];
+        __m256i f = _mm256_setzero_si256();
+        if constexpr (kFifth) f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.fifth[j]));
+        for (int t = 0; t < 4; t++) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs[j][t]));
+          lo[t] = _mm256_and_si256(v, m4);
+          hi[t] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+          if constexpr (kFifth) {
+            // bit t (4 + t) of each byte moved to bit 4: the mask keeps one bit a byte, so a shift of
+            // the 16-bit lanes moves no bit across bytes
+            lo[t] = _mm256_or_si256(lo[t], _mm256_slli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(1 << t))), 4 - t));
+            hi[t] = _mm256_or_si256(hi[t], _mm256_srli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(16 << t))), t));
+          }
+        }
+        for (int a = 0; a < NR; a++) {
+          const int8_t* q = y[a][b].qs + 32 * j;
+          const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], broadcast4(q)), _mm256_maddubs_epi16(lo[1], broadcast4(q + 4)));
+          const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[2], broadcast4(q + 8)), _mm256_maddubs_epi16(lo[3], broadcast4(q + 12)));
+          const __m256i p2 = _mm256_add_epi16(_mm256_maddubs_epi16(hi[0], broadcast4(q + 16)), _mm256_maddubs_epi16(hi[1], broadcast4(q + 20)));
+          const __m256i p3 = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], broadcast4(q + 24)), _mm256_maddubs_epi16(hi[3], broadcast4(q + 28)));
+          if constexpr (kFifth) {
+            // 4 products of at most 2 * 31 * 128 a 16-bit sum: it cannot saturate
+            const __m256i lo_sum = _mm256_madd_epi16(_mm256_add_epi16(p0, p1), scale);
+            isum[a] = _mm256_add_epi32(isum[a], _mm256_add_epi32(lo_sum, _mm256_madd_epi16(_mm256_add_epi16(p2, p3), scale)));
+          } else {
+            // 8 products of at most 2 * 15 * 128 a 16-bit sum: it cannot saturate
+            const __m256i p = _mm256_add_epi16(_mm256_add_epi16(p0, p1), _mm256_add_epi16(p2, p3));
+            isum[a] = _mm256_add_epi32(isum[a], _mm256_madd_epi16(p, scale));
+          }
+          // the sub-block's activation sum, from q8_K's two sums of 16
+          int32_t bsums;
+          std::memcpy(&bsums, y[a][b].bsums + 2 * j, sizeof(bsums));
+          imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(_mm256_set1_epi32(bsums), min));
+        }
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
+      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.dmin)));
+      for (int a = 0; a < NR; a++) {
+        const __m256 dy = _mm256_set1_ps(y[a][b].d);
+        acc[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[a]), _mm256_mul_ps(d, dy), acc[a]);
+        acc_min[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[a]), _mm256_mul_ps(dmin, dy), acc_min[a]);
+      }
+    }
+    for (int a = 0; a < NR; a++) _mm256_storeu_ps(out[a], _mm256_sub_ps(acc[a], acc_min[a]));
+  }
+};
+
+}  // namespace
+
+const ggml::cpu::tensor_traits* q4k_interleaved() {
+  static const InterleavedTraits<Q45K<block_q4_K, false>> traits;
+  return &traits;
+}
+
+const ggml::cpu::tensor_traits* q5k_interleaved() {
+  static const InterleavedTraits<Q45K<block_q5_K, true>> traits;
+  return &traits;
+}
+#else
+const ggml::cpu::tensor_traits* q4k_interleaved() { return nullptr; }
+const ggml::cpu::tensor_traits* q5k_interleaved() { return nullptr; }
+#endif
+
+}  // namespace arbitra::cpu
