@@ -371,6 +371,7 @@ async function main(): Promise<void> {
       (v) =>
         `| ${v.variant} | ${v.products === 'ours' ? 'ours' : "llama.cpp's"} | ${fmt(v.cold.medianMs)} | ${fmt(v.cold.usefulTokensPerSecond)} | ${fmt(ratio(v.cold), 2)} | ${fmt(nativeRatio(v.cold), 2)} | ${fmt(v.warm.medianMs)} | ${fmt(v.warm.usefulTokensPerSecond)} |`,
     ),
+    '',
     ...variants.map((name) => {
       const [ours, theirs] = (['ours', 'llama.cpp'] as const).map((p) => byVariant.find((v) => v.variant === name && v.products === p)!);
       return `- ${name}: our products ÷ llama.cpp's, cold useful tok/s: **${fmt(ours!.cold.usefulTokensPerSecond / theirs!.cold.usefulTokensPerSecond, 2)}×**; warm: ${fmt(ours!.warm.usefulTokensPerSecond / theirs!.warm.usefulTokensPerSecond, 2)}×.`;
