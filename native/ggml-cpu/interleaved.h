@@ -40,11 +40,24 @@ constexpr int kRows = 8;  // weight rows interleaved in a block
 
 #ifdef ARBITRA_INTERLEAVED
 
-inline __m256i broadcast4(const int8_t* p) {
+inline __m256i broadcast4(const void* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof(v));
   return _mm256_set1_epi32(v);
 }
+
+// An activation row's 32 bytes q of a sub-block against its 8 rows' unpacked weights (lo: the
+// sub-block's weights 0-15, hi: 16-31), as four 16-bit pair sums of two vpmaddubsw each: p[0] and
+// p[1] from lo, p[2] and p[3] from hi. A weight below 64 keeps each sum from saturating.
+inline void pair_sums(const __m256i* lo, const __m256i* hi, const int8_t* q, __m256i* p) {
+  p[0] = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], broadcast4(q)), _mm256_maddubs_epi16(lo[1], broadcast4(q + 4)));
+  p[1] = _mm256_add_epi16(_mm256_maddubs_epi16(lo[2], broadcast4(q + 8)), _mm256_maddubs_epi16(lo[3], broadcast4(q + 12)));
+  p[2] = _mm256_add_epi16(_mm256_maddubs_epi16(hi[0], broadcast4(q + 16)), _mm256_maddubs_epi16(hi[1], broadcast4(q + 20)));
+  p[3] = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], broadcast4(q + 24)), _mm256_maddubs_epi16(hi[3], broadcast4(q + 28)));
+}
+
+// q8_K's two sums of 16 of sub-block j (32 weights), side by side in every 32-bit lane.
+inline __m256i sub_block_sums(const block_q8_K& y, int j) { return broadcast4(y.bsums + 2 * j); }
 
 // A weight type's kernel: `Source` the ggml block, `Block` the 8 rows' interleaved super-block (the
 // size of the 8 it replaces, so the repacked tensor fits the allocation llama.cpp sized for the

@@ -142,24 +142,18 @@ struct Q45K {
           }
         }
         for (int a = 0; a < NR; a++) {
-          const int8_t* q = y[a][b].qs + 32 * j;
-          const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], broadcast4(q)), _mm256_maddubs_epi16(lo[1], broadcast4(q + 4)));
-          const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[2], broadcast4(q + 8)), _mm256_maddubs_epi16(lo[3], broadcast4(q + 12)));
-          const __m256i p2 = _mm256_add_epi16(_mm256_maddubs_epi16(hi[0], broadcast4(q + 16)), _mm256_maddubs_epi16(hi[1], broadcast4(q + 20)));
-          const __m256i p3 = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], broadcast4(q + 24)), _mm256_maddubs_epi16(hi[3], broadcast4(q + 28)));
+          __m256i p[4];
+          pair_sums(lo, hi, y[a][b].qs + 32 * j, p);
           if constexpr (kFifth) {
             // 4 products of at most 2 * 31 * 128 a 16-bit sum: it cannot saturate
-            const __m256i lo_sum = _mm256_madd_epi16(_mm256_add_epi16(p0, p1), scale);
-            isum[a] = _mm256_add_epi32(isum[a], _mm256_add_epi32(lo_sum, _mm256_madd_epi16(_mm256_add_epi16(p2, p3), scale)));
+            const __m256i lo_sum = _mm256_madd_epi16(_mm256_add_epi16(p[0], p[1]), scale);
+            isum[a] = _mm256_add_epi32(isum[a], _mm256_add_epi32(lo_sum, _mm256_madd_epi16(_mm256_add_epi16(p[2], p[3]), scale)));
           } else {
             // 8 products of at most 2 * 15 * 128 a 16-bit sum: it cannot saturate
-            const __m256i p = _mm256_add_epi16(_mm256_add_epi16(p0, p1), _mm256_add_epi16(p2, p3));
-            isum[a] = _mm256_add_epi32(isum[a], _mm256_madd_epi16(p, scale));
+            const __m256i sum = _mm256_add_epi16(_mm256_add_epi16(p[0], p[1]), _mm256_add_epi16(p[2], p[3]));
+            isum[a] = _mm256_add_epi32(isum[a], _mm256_madd_epi16(sum, scale));
           }
-          // the sub-block's activation sum, from q8_K's two sums of 16
-          int32_t bsums;
-          std::memcpy(&bsums, y[a][b].bsums + 2 * j, sizeof(bsums));
-          imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(_mm256_set1_epi32(bsums), min));
+          imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(sub_block_sums(y[a][b], j), min));
         }
       }
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));

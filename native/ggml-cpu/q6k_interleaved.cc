@@ -89,18 +89,13 @@ struct Q6K {
           hi[t] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h1, 2 * t), m2), 4));
         }
         for (int a = 0; a < NR; a++) {
-          const int8_t* q = y[a][b].qs + 32 * j;
-          // two products of at most 2 * 63 * 128 each a 16-bit sum: it cannot saturate
-          const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], broadcast4(q)), _mm256_maddubs_epi16(lo[1], broadcast4(q + 4)));
-          const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[2], broadcast4(q + 8)), _mm256_maddubs_epi16(lo[3], broadcast4(q + 12)));
-          const __m256i p2 = _mm256_add_epi16(_mm256_maddubs_epi16(hi[0], broadcast4(q + 16)), _mm256_maddubs_epi16(hi[1], broadcast4(q + 20)));
-          const __m256i p3 = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], broadcast4(q + 24)), _mm256_maddubs_epi16(hi[3], broadcast4(q + 28)));
-          const __m256i lo_sum = _mm256_add_epi32(_mm256_madd_epi16(p0, scale_lo), _mm256_madd_epi16(p1, scale_lo));
-          const __m256i hi_sum = _mm256_add_epi32(_mm256_madd_epi16(p2, scale_hi), _mm256_madd_epi16(p3, scale_hi));
+          // two products of at most 2 * 63 * 128 a 16-bit sum: it cannot saturate
+          __m256i p[4];
+          pair_sums(lo, hi, y[a][b].qs + 32 * j, p);
+          const __m256i lo_sum = _mm256_add_epi32(_mm256_madd_epi16(p[0], scale_lo), _mm256_madd_epi16(p[1], scale_lo));
+          const __m256i hi_sum = _mm256_add_epi32(_mm256_madd_epi16(p[2], scale_hi), _mm256_madd_epi16(p[3], scale_hi));
           isum[a] = _mm256_add_epi32(isum[a], _mm256_add_epi32(lo_sum, hi_sum));
-          int32_t bsums;
-          std::memcpy(&bsums, y[a][b].bsums + 2 * j, sizeof(bsums));
-          ioffset[a] = _mm256_add_epi32(ioffset[a], _mm256_madd_epi16(_mm256_set1_epi32(bsums), scale_pair));
+          ioffset[a] = _mm256_add_epi32(ioffset[a], _mm256_madd_epi16(sub_block_sums(y[a][b], j), scale_pair));
         }
       }
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
