@@ -37,6 +37,9 @@ const levels = (process.env.BENCH_CONCURRENCY ?? '1,8,32').split(',').map(Number
 // Each value adds a server with exact kernels and that --max-step-ms beside the default one: the
 // throughput side of the step-size trade-off, measured in the same interleaved run.
 const maxSteps = (process.env.BENCH_MAX_STEP_MS ?? '').split(',').filter(Boolean).map(Number);
+// BENCH_NATIVE_BASELINE=0 leaves out the natively built llama-server: the device call, whose
+// llama-server is built for the GPU in its own tree, where GGML_NATIVE changes only host code.
+const withNative = process.env.BENCH_NATIVE_BASELINE !== '0';
 const log = (msg: string): void => void process.stdout.write(`[bench:api] ${msg}\n`);
 const rel = (command: string): string =>
   command
@@ -172,13 +175,13 @@ interface Row {
   results: Record<string, LoadResult>;
   /** Ours ÷ llama-server in decisions/s, by our side's name. */
   ratios: Record<string, number>;
-  /** Ours ÷ the natively built llama-server. */
-  nativeRatios: Record<string, number>;
+  /** Ours ÷ the natively built llama-server; null without that baseline. */
+  nativeRatios: Record<string, number> | null;
 }
 
 async function main(): Promise<void> {
   const serverBinary = ensureLlamaTool(root, 'llama-server', log);
-  const nativeServerBinary = ensureLlamaTool(root, 'llama-server', log, 'native');
+  const nativeServerBinary = withNative ? ensureLlamaTool(root, 'llama-server', log, 'native') : null;
 
   log('building the prompts the baseline will be asked');
   const local = await createLocalEngine(model, { threads });
@@ -187,23 +190,22 @@ async function main(): Promise<void> {
   await local.close();
 
   log('starting our servers and llama-server');
-  const starting = [
-    arbitraSide('exact'),
-    arbitraSide('fast'),
+  const startingOurs = [arbitraSide('exact'), arbitraSide('fast'), ...maxSteps.map((v) => arbitraSide('exact', v))];
+  const startingBaselines = [
     llamaServerSide(serverBinary, 'portable', prompts),
-    llamaServerSide(nativeServerBinary, 'native', prompts),
-    ...maxSteps.map((v) => arbitraSide('exact', v)),
-  ] as const;
-  const settled = await Promise.allSettled(starting);
+    ...(nativeServerBinary ? [llamaServerSide(nativeServerBinary, 'native', prompts)] : []),
+  ];
+  const settled = await Promise.allSettled([...startingOurs, ...startingBaselines]);
   const failedStart = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failedStart) {
     await Promise.all(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.stop()] : [])));
     throw failedStart.reason;
   }
-  const [exact, fast, baseline, nativeBaseline, ...stepped] = await Promise.all(starting);
-  const sides: Side[] = [exact, fast, baseline, nativeBaseline, ...stepped];
-  const baselines = [baseline, nativeBaseline];
-  const ours = [exact, fast, ...stepped];
+  const ours = await Promise.all(startingOurs);
+  const baselines = await Promise.all(startingBaselines);
+  const [exact, fast, ...stepped] = ours as [OurSide, OurSide, ...OurSide[]];
+  const [baseline, nativeBaseline] = baselines as [BaselineSide, BaselineSide?];
+  const sides: Side[] = [exact, fast, ...baselines, ...stepped];
   // Our servers run in process groups of their own, which the terminal's Ctrl-C does not reach.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => void Promise.all(sides.map((s) => s.stop())).finally(() => process.exit(130)));
@@ -237,7 +239,9 @@ async function main(): Promise<void> {
           concurrency: c,
           results,
           ratios: Object.fromEntries(ours.map((s) => [s.name, results[s.name]!.perSecond / results[baseline.name]!.perSecond])),
-          nativeRatios: Object.fromEntries(ours.map((s) => [s.name, results[s.name]!.perSecond / results[nativeBaseline.name]!.perSecond])),
+          nativeRatios: nativeBaseline
+            ? Object.fromEntries(ours.map((s) => [s.name, results[s.name]!.perSecond / results[nativeBaseline.name]!.perSecond]))
+            : null,
         });
       }
     }
@@ -256,16 +260,16 @@ async function main(): Promise<void> {
         oursCold: prompts[w].evaluatedTokens,
         ours: prompts[w].evaluatedTokensWarm,
         baseline: Math.round(baseline.tokensPerDecision(w)),
-        nativeBaseline: Math.round(nativeBaseline.tokensPerDecision(w)),
+        nativeBaseline: nativeBaseline ? Math.round(nativeBaseline.tokensPerDecision(w)) : null,
       },
     ]),
-  ) as Record<Workload, { oursCold: number; ours: number; baseline: number; nativeBaseline: number }>;
+  ) as Record<Workload, { oursCold: number; ours: number; baseline: number; nativeBaseline: number | null }>;
   // Raw prompt tokens/s: tokens a side runs through the model per decision times its decisions/s.
   const tokensPerSecond = (r: Row, side: Side): number =>
     r.results[side.name]!.perSecond *
-    (side === baseline ? tokens[r.workload].baseline : side === nativeBaseline ? tokens[r.workload].nativeBaseline : tokens[r.workload].ours);
+    (side === baseline ? tokens[r.workload].baseline : side === nativeBaseline ? tokens[r.workload].nativeBaseline! : tokens[r.workload].ours);
   const command = [
-    ...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS', 'BENCH_MAX_STEP_MS'].flatMap((k) =>
+    ...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS', 'BENCH_MAX_STEP_MS', 'BENCH_NATIVE_BASELINE'].flatMap((k) =>
       process.env[k] ? [`${k}=${process.env[k]}`] : [],
     ),
     'npm run bench:api',
@@ -297,7 +301,7 @@ async function main(): Promise<void> {
     'concurrency',
     ...sides.flatMap((s) => [`${s.name} decisions/s`, 'p50 ms', 'p99 ms', 'prompt tok/s']),
     ...ours.map((s) => `${s.name} ÷ llama-server`),
-    ...ours.map((s) => `${s.name} ÷ llama-server native`),
+    ...(nativeBaseline ? ours.map((s) => `${s.name} ÷ llama-server native`) : []),
   ];
   const table = [
     `| ${header.join(' | ')} |`,
@@ -309,7 +313,8 @@ async function main(): Promise<void> {
         ms(r.results[s.name]!.p99ms),
         tokensPerSecond(r, s).toFixed(0),
       ]);
-      return `| ${r.workload} | ${r.concurrency} | ${cells.join(' | ')} | ${ours.map((s) => `**${x(r.ratios[s.name]!)}**`).join(' | ')} | ${ours.map((s) => x(r.nativeRatios[s.name]!)).join(' | ')} |`;
+      const ratios = [...ours.map((s) => `**${x(r.ratios[s.name]!)}**`), ...(r.nativeRatios ? ours.map((s) => x(r.nativeRatios![s.name]!)) : [])];
+      return `| ${r.workload} | ${r.concurrency} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`;
     }),
   ].join('\n');
   const goals = GOALS.map((g) => {
@@ -345,7 +350,7 @@ async function main(): Promise<void> {
 - Ours, exact kernels (the default, batch-invariant: on which the determinism promise rests): \`${exact.command}\`.
 - Ours, fast kernels (llama.cpp's stock CPU kernels, chosen by batch shape): \`${fast.command}\`.
 ${stepped.map((s) => `- ${s.name[0]!.toUpperCase()}${s.name.slice(1)}: \`${s.command}\`.\n`).join('')}- Load-time check and resolved path (GET /health, \`engines[]\`): ${ours.map((s) => `${s.name}: ${describeEngines(s.engines)}`).join('; ')}.
-- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together. Native baseline, asked the same way: \`${nativeBaseline.command}\`, built with GGML_NATIVE as llama.cpp builds by default (every instruction this processor has; build/bench-tools-native).
+- Baseline: \`${baseline.command}\`, each prompt a \`/completion\` with \`n_predict: 1\`, \`n_probs\`, \`cache_prompt: true\`; a decision's prompts are sent together.${nativeBaseline ? ` Native baseline, asked the same way: \`${nativeBaseline.command}\`, built with GGML_NATIVE as llama.cpp builds by default (every instruction this processor has; build/bench-tools-native).` : ' No native baseline (BENCH_NATIVE_BASELINE=0).'}
 - Interleaved: the ${sides.length} servers are started together and stay up for the whole run; only one is loaded at a time, the others idle. Each cell is ${roundCount} rounds; in a round each server in turn gets the cell's load for ${roundSeconds.toFixed(0)} s and then until its requests in flight finish (a round shorter than a request is one wave of requests), and the order rotates, so that each server goes first once in ${sides.length} rounds. A server's decisions/s are its completions over the summed time of its rounds, its percentiles over all of its latencies: a slow spell of the machine falls on all of them alike. One server's rounds within one cell still differed by up to ${drift.toFixed(1)}× (\`roundRates\` in bench/out/api.json).
 
 ${table}

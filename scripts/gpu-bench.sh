@@ -400,8 +400,10 @@ main() {
     if fits bench:api "$NEED_API" "$(($(left) - 20))"; then
       say "-- bench:api: ours (exact, fast) against llama-server at concurrency $API_CONCURRENCY, ${API_SECONDS} s per server and cell in $API_ROUNDS rounds"
       rm -rf "$app/bench/out" "$app/bench/RESULTS.md"
+      # One llama-server, this tree's: bench:api's natively built one would be a CPU-only llama.cpp
+      # (GGML_NATIVE changes host code alone), built and measured on the host beside a GPU.
       if (cd "$app" && ARBITRA_MODEL="$model" BENCH_CONCURRENCY="$API_CONCURRENCY" BENCH_SECONDS="$API_SECONDS" BENCH_ROUNDS="$API_ROUNDS" \
-        BENCH_THREADS="$THREADS" timeout --kill-after=20 "$limit" node dist/bench/api.js) >>"$runlog" 2>&1; then
+        BENCH_THREADS="$THREADS" BENCH_NATIVE_BASELINE=0 timeout --kill-after=20 "$limit" node dist/bench/api.js) >>"$runlog" 2>&1; then
         cp "$app/bench/out/api.json" "$OUT/api.json"
         sed -n '/^## API$/,$p' "$app/bench/RESULTS.md" >"$OUT/api.md"
         grep -E '^\| [ab] \||^- Load-time check' "$OUT/api.md" | tee -a "$summary" >/dev/null
