@@ -289,6 +289,27 @@ void test_repacked_agrees(const Backend& b, ggml_type type, const Shape& s) {
   std::printf("# %s: largest difference %g against values up to %g\n", current.c_str(), static_cast<double>(worst), static_cast<double>(largest));
 }
 
+// The engine's own products (native/ggml-cpu) take Q4_K, Q5_K and Q6_K weights wherever the CPU
+// backend was built with the instructions they need: a build that left their hook out (a static
+// archive answers only strong references, and repack.cpp's is weak) would run llama.cpp's kernels
+// without a word. llama.cpp repacks no Q5_K or Q6_K on x86, so those two show whose kernels run.
+void test_own_products(const Backend& b, const Shape& s) {
+  current = "the engine's own Q4_K, Q5_K and Q6_K products take those weights where the backend has AVX2, FMA and F16C";
+  const auto features = b.proc<ggml_backend_get_features_t>("ggml_backend_get_features")(ggml_backend_dev_backend_reg(b.dev));
+  int needed = 0;
+  for (const ggml_backend_feature* f = features; f->name != nullptr; ++f) {
+    for (const char* want : {"AVX2", "FMA", "F16C"}) needed += std::strcmp(f->name, want) == 0 && std::strcmp(f->value, "1") == 0;
+  }
+  const char* setting = std::getenv("ARBITRA_INT8_KERNELS");
+  if (needed < 3 || (setting != nullptr && std::strcmp(setting, "off") == 0)) {
+    std::printf("# %s: not expected here (%s)\n", current.c_str(), needed < 3 ? "the backend lacks one of them" : "ARBITRA_INT8_KERNELS=off");
+    return;
+  }
+  for (ggml_type t : {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K}) {
+    check(repacked(b, t, s), std::string(ggml_type_name(t)) + " weights stay in the backend's own layout, on llama.cpp's kernels");
+  }
+}
+
 // ---- attention ----
 
 constexpr int64_t kD = 64;  // head size
@@ -651,6 +672,7 @@ int run_backend(const Backend& b, const Shape& shape, bool reported) {
     if (!reported && (b.cpu || scope == Scope::kEveryBackend)) required_failed += failed;
   };
   for (ggml_type t : kTypes) run(product_scope(t), [&] { test_product(b, t, shape); });
+  if (b.cpu) run(Scope::kCpuOnly, [&] { test_own_products(b, shape); });
   for (ggml_type t : kTypes) {
     if (repacked(b, t, shape)) run(Scope::kCpuOnly, [&] { test_repacked_agrees(b, t, shape); });
   }
