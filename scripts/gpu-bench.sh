@@ -7,9 +7,11 @@
 # while the verdict's steps run, the benches' (the addon, llama-bench, llama-server). It makes a
 # synthetic model from the packed skeleton; then it runs, each step under `timeout` within one
 # deadline, in the order of what the verdict needs first:
-#   1. arbitra-op-test --backend all --large (single ops bit for bit, products at K 4,096, N 2,048
-#      and 1 to 512 rows; every case required of the CPU's exact kernels, the cases tagged [every
-#      backend] of the GPU's too, its [CPU only] cases reported), its whole output in op-test.txt;
+#   1. arbitra-op-test --backend all --large --required (single ops bit for bit, products at K
+#      4,096, N 2,048 and 1 to 512 rows; every case required of the CPU's exact kernels, the cases
+#      tagged [every backend] of the GPU's too), its whole output in op-test.txt. Without
+#      --required the GPU runs its [CPU only] cases too, reported: on the H200 the F16 product
+#      stopped the program there (CUDA graphs: 'an illegal instruction', stock kernels too);
 #   2. the scorer bench's determinism with exact kernels in both KV layouts (the verdict's probe);
 #   3. the same with fast kernels in both layouts, and the shared pool's exact kernels with its
 #      gather flipped (reported, never decisive): while the benches' build runs, else last;
@@ -40,7 +42,7 @@
 # llama-bench repetition and a shorter bench:api; BENCH_SECONDS [3]: per decisions point of the
 # scorer bench; API_SECONDS [2] and API_ROUNDS [2]: bench:api's BENCH_SECONDS and BENCH_ROUNDS;
 # API_CONCURRENCY [1,8,32; QUICK 1,8]; SCORER_ARGS: more flags for arbitra-scorer-bench; OP_ARGS
-# [--large]: the op test's size flag (empty: its suite size); DEADLINE [480; QUICK 290]: seconds for
+# [--large --required]: the op test's flags (empty: its suite size, every case on every backend); DEADLINE [480; QUICK 290]: seconds for
 # the whole run, a step with less left than it needs is skipped and named in the summary, and none
 # runs past it (60 s inside the device tool's timeout_s of 540, 40 s inside QUICK's 330);
 # STOP_AFTER=build: stop once built and the model made; VERDICT_ONLY=1: build and run nothing,
@@ -82,7 +84,7 @@ else
   API_CONCURRENCY=${API_CONCURRENCY:-1,8,32}
   DEADLINE=${DEADLINE:-480}
 fi
-OP_ARGS=${OP_ARGS---large}
+OP_ARGS=${OP_ARGS---large --required}
 VERDICT_ONLY=${VERDICT_ONLY:-0}
 # The verdict program, beside this script (VERDICT_ONLY may run from anywhere).
 VERDICT="$(dirname "${BASH_SOURCE[0]}")/lib/device-verdict.py"
