@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cpu_products.h"
 #include "cpu_variant.h"
 #include "model_facts.h"
 
@@ -466,6 +467,7 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("llamaBuild", ARBITRA_LLAMA_BUILD);
   o.Set("cpuVariant", cfg_.cpu_variant);
   o.Set("cpuVariants", cpu_variant_names(env));
+  o.Set("cpuProducts", cpu_kquant_products());
   o.Set("threads", cfg_.n_threads);
   o.Set("contextSize", lanes_.front().max_tokens);
   o.Set("longContextSize", lanes_.back().max_tokens);

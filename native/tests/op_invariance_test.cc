@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "check.h"
+#include "cpu_products.h"
 #include "cpu_variant.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -160,25 +161,8 @@ const Shape kLarge = {4096, 2048, {1, 2, 3, 4, 7, 8, 9, 16, 17, 31, 32, 33, 63, 
 // The buffer type llama.cpp would put this weight in on this backend: the CPU's repacked layout
 // where it takes the type (the engine's weights are repacked), else the backend's own.
 ggml_backend_buffer_type_t weight_buffer_type(const Backend& b, ggml_tensor* w) {
-  if (!b.cpu) return ggml_backend_get_default_buffer_type(b.backend);
-  ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(b.dev);
-  auto extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
-  if (extra == nullptr) return ggml_backend_get_default_buffer_type(b.backend);
-  ggml_context* probe = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
-  ggml_tensor* x = ggml_new_tensor_2d(probe, GGML_TYPE_F32, w->ne[0], 8);
-  ggml_tensor* op = ggml_mul_mat(probe, w, x);
-  ggml_backend_buffer_type_t chosen = ggml_backend_get_default_buffer_type(b.backend);
-  for (ggml_backend_buffer_type_t* t = extra(b.dev); t != nullptr && *t != nullptr; ++t) {
-    if (std::strcmp(ggml_backend_buft_name(*t), "CPU_REPACK") != 0) continue;
-    // As llama.cpp's loader asks: does the device take this op with its weight in that buffer type?
-    ggml_backend_buffer_t dummy = ggml_backend_buft_alloc_buffer(*t, 0);
-    w->buffer = dummy;
-    if (ggml_backend_dev_supports_op(b.dev, op)) chosen = *t;
-    w->buffer = nullptr;
-    ggml_backend_buffer_free(dummy);
-  }
-  ggml_free(probe);
-  return chosen;
+  ggml_backend_buffer_type_t repacked = b.cpu ? arbitra::cpu_repacked_buffer_type(b.dev, w) : nullptr;
+  return repacked != nullptr ? repacked : ggml_backend_get_default_buffer_type(b.backend);
 }
 
 struct Weight {

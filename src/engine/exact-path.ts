@@ -27,11 +27,12 @@ export type PathFacts = Pick<
   | 'headSizeV'
   | 'cpuVariant'
   | 'cpuVariants'
+  | 'cpuProducts'
 >;
 
 /** Why exact kernels on this path are not promised to give the same bits at every load; empty when they are. */
 export function uncoveredReasons(f: PathFacts): string[] {
-  if (f.kernels === 'fast') return ["fast kernels (--kernels fast): llama.cpp's stock kernels, chosen by batch shape"];
+  if (f.kernels === 'fast') return ["fast kernels (--kernels fast): llama.cpp's stock attention and ops, chosen by batch shape"];
   const why: string[] = [];
   if (!f.flashAttention) {
     why.push("flash attention is off, so attention takes llama.cpp's stock path, whose sums follow where a row's cells sit and how many there are");
@@ -60,6 +61,7 @@ export function servedPath(f: PathFacts): ServedPath {
     kvGather: f.kvGather,
     cpuVariant: f.cpuVariant,
     cpuVariants: f.cpuVariants,
+    cpuProducts: f.cpuProducts,
     uncovered: uncoveredReasons(f),
   };
 }
@@ -87,7 +89,7 @@ export function cpuVariantLine(p: Pick<ServedPath, 'cpuVariant' | 'cpuVariants'>
 /** The start-up lines that say which path runs, and a warning where the promise does not cover it. */
 export function pathReport(p: ServedPath): string[] {
   const lines = [
-    `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved), CPU variant ${cpuVariantLine(p)}`,
+    `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved), CPU variant ${cpuVariantLine(p)}, ${p.cpuProducts === 'arbitra' ? "the engine's own" : "llama.cpp's"} Q4_K/Q5_K/Q6_K products on the CPU`,
   ];
   if (p.kernels === 'exact' && !isCovered(p)) {
     lines.push(`WARNING: the exact kernels run on a path their promise does not cover, so /health says deterministic: false: ${p.uncovered.join('; ')}`);

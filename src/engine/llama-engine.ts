@@ -90,6 +90,7 @@ async function modelFacts(modelPath: string, raw: Record<string, unknown>): Prom
     llamaBuild: String(raw.llamaBuild),
     cpuVariant: String(raw.cpuVariant),
     cpuVariants: Array.isArray(raw.cpuVariants) ? raw.cpuVariants.map(String) : [],
+    cpuProducts: raw.cpuProducts === 'arbitra' ? 'arbitra' : 'llama.cpp',
     threads: Number(raw.threads),
     contextSize: Number(raw.contextSize),
     maxSequences: Number(raw.maxSequences),

@@ -17,6 +17,8 @@ export type KvLayout = 'copied' | 'shared';
  * with the load. On a GPU both are the backend's own kernels.
  */
 export type Kernels = 'exact' | 'fast';
+/** Whose matrix products the CPU backend runs for k-quant weights: the engine's own or llama.cpp's. */
+export type CpuProducts = 'arbitra' | 'llama.cpp';
 
 export interface EngineOptions {
   kvLayout: KvLayout;
@@ -134,6 +136,8 @@ export interface ServedPath {
   /** The CPU backend's variant the process loaded (ModelFacts.cpuVariant), and those this processor runs. */
   cpuVariant: string;
   cpuVariants: string[];
+  /** Whose products the CPU backend runs for Q4_K, Q5_K and Q6_K weights (ModelFacts.cpuProducts). */
+  cpuProducts: CpuProducts;
   /** Why the promise of exact kernels does not hold on this path; empty when it does. */
   uncovered: string[];
 }
@@ -166,6 +170,12 @@ export interface ModelFacts {
   cpuVariant: string;
   /** The variants of this build this processor can run, best first (empty for a built-in backend). */
   cpuVariants: string[];
+  /**
+   * Whose matrix products the CPU backend runs for Q4_K, Q5_K and Q6_K weights: the engine's own
+   * (native/ggml-cpu, where the variant has AVX2, FMA and F16C) or llama.cpp's
+   * (ARBITRA_INT8_KERNELS=off, another processor). Chosen when the weights load, for both kernel sets.
+   */
+  cpuProducts: CpuProducts;
   threads: number;
   /** The longest prompt (prefix + one suffix) the main lane takes. */
   contextSize: number;

@@ -18,6 +18,7 @@ const CPU: PathFacts = {
   headSizeV: 128,
   cpuVariant: 'zen4',
   cpuVariants: ['zen4', 'haswell'],
+  cpuProducts: 'arbitra',
 };
 const GPU: PathFacts = { ...CPU, backend: 'cuda', kvGather: true, offloadedLayers: 29 };
 
@@ -61,12 +62,17 @@ t.test('the promise: false on an uncovered path whatever the check saw, the chec
 
 t.test('the start-up lines: the resolved path always, a warning with the reasons where it is not covered', async (t) => {
   t.same(pathReport(servedPath(CPU)), [
-    'path: exact kernels, flash attention on, shared pool gather off (as resolved), CPU variant zen4 (of zen4, haswell on this processor)',
+    "path: exact kernels, flash attention on, shared pool gather off (as resolved), CPU variant zen4 (of zen4, haswell on this processor), the engine's own Q4_K/Q5_K/Q6_K products on the CPU",
   ]);
   t.match(
     pathReport(servedPath({ ...CPU, cpuVariant: 'built-in', cpuVariants: [] })),
-    [/, CPU variant built-in$/],
+    [/, CPU variant built-in, /],
     'a build with one CPU backend names no choice',
+  );
+  t.match(
+    pathReport(servedPath({ ...CPU, cpuProducts: 'llama.cpp' })),
+    [/, llama\.cpp's Q4_K\/Q5_K\/Q6_K products on the CPU$/],
+    "llama.cpp's products named where they run",
   );
   t.match(pathReport(servedPath({ ...CPU, flashAttention: false })), [
     /^path: exact kernels, flash attention off/,

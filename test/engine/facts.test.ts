@@ -77,6 +77,7 @@ t.test('facts about the file, the build and the options', async (t) => {
     "the variants this processor runs, in the addon's order: best first",
   );
   t.equal(facts.cpuVariant, facts.cpuVariants[0] ?? 'built-in', 'unpinned, the engine loads the best of them');
+  if (process.arch === 'x64') t.equal(facts.cpuProducts, 'arbitra', "x86-64 builds carry AVX2, FMA and F16C: the engine's own k-quant products");
   if (process.arch === 'x64' && process.platform === 'linux')
     t.ok(
       variants.some((v) => v.name === 'haswell' && v.runnable),

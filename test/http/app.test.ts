@@ -96,6 +96,7 @@ t.test('an engine on a path the exact kernels do not cover: /health says determi
     headSizeV: 128,
     cpuVariant: 'built-in',
     cpuVariants: [],
+    cpuProducts: 'llama.cpp',
   });
   const determinism = {
     kernels: 'exact' as const,

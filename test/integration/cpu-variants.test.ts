@@ -32,7 +32,7 @@ if (cannotRun) {
       const health = (await server.call('/health')).json;
       t.match(
         health.engines,
-        [{ deterministic: true, path: { cpu_variant: name, cpu_variants: runnable, covered: true } }],
+        [{ deterministic: true, path: { cpu_variant: name, cpu_variants: runnable, cpu_products: 'arbitra', covered: true } }],
         "/health, and the check's verdict",
       );
       const key = await server.createKey(`${name}@example.com`);
@@ -45,12 +45,22 @@ if (cannotRun) {
       t.equal(metricValue(metrics, 'arbitra_engine_cpu_variant', { engine: '0', variant: name }), 1, '/metrics');
       t.match(
         server.log(),
-        new RegExp(`path: exact kernels, .*CPU variant ${name} \\(of ${runnable.join(', ')} on this processor\\)$`, 'm'),
+        new RegExp(
+          `path: exact kernels, .*CPU variant ${name} \\(of ${runnable.join(', ')} on this processor\\), the engine's own Q4_K/Q5_K/Q6_K products on the CPU$`,
+          'm',
+        ),
         'the start-up line',
       );
       answers.set(name, [reply.json.answers.late.noul, ...Object.values(reply.json.answers.tone.probabilities as Record<string, number>)]);
     });
   }
+
+  t.test("ARBITRA_INT8_KERNELS=off: llama.cpp's products run, and the engine says so", async (t) => {
+    const server = await startServer(t.testdir(), { workers: 1, env: { ARBITRA_INT8_KERNELS: 'off', ARBITRA_DETERMINISM_CHECK: 'off' } });
+    t.teardown(() => server.stop());
+    t.match((await server.call('/health')).json.engines, [{ path: { cpu_products: 'llama.cpp' } }], '/health');
+    t.match(server.log(), /^.*path: exact kernels, .*, llama\.cpp's Q4_K\/Q5_K\/Q6_K products on the CPU$/m, 'the start-up line');
+  });
 
   t.test('a variant the build does not carry: the server does not start, and says which it does', async (t) => {
     await t.rejects(

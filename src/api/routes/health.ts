@@ -113,6 +113,7 @@ function engineHealth({ determinism, kernelPath: path, message, ...state }: Engi
       kv_gather: path.kvGather,
       cpu_variant: path.cpuVariant,
       cpu_variants: path.cpuVariants,
+      cpu_products: path.cpuProducts,
       covered: isCovered(path),
       uncovered: path.uncovered,
     },
