@@ -17,7 +17,7 @@ import { loadAddon } from '../src/engine/native.js';
 import { createLocalEngine, type LocalEngine } from '../src/engine/local.js';
 import { modelFor } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
-import type { EngineOptions } from '../src/engine/types.js';
+import type { CpuProducts, EngineOptions } from '../src/engine/types.js';
 import { engineRequestFor } from './lib/capture.js';
 import { cpuSeconds, ensureLlamaTool, runLlamaBench, type LlamaBenchRun, type LlamaToolBuild } from './lib/llama-bench.js';
 import { replaceSection, writeRawResult } from './lib/results.js';
@@ -208,12 +208,10 @@ async function runEngine(name: string, options: Partial<EngineOptions>): Promise
   return { name, info, base, cold, warm, memory };
 }
 
-/** Whose Q4_K, Q5_K and Q6_K products a child runs: ours (native/ggml-cpu) or llama.cpp's (ARBITRA_INT8_KERNELS=off). */
-type Products = 'ours' | 'llama.cpp';
-
 interface VariantRun {
   variant: string;
-  products: Products;
+  /** Whose Q4_K, Q5_K and Q6_K products the child ran, as its engine reports them: ours (native/ggml-cpu) or llama.cpp's. */
+  products: CpuProducts;
   cold: Measured;
   warm: Measured;
 }
@@ -222,14 +220,17 @@ interface VariantRun {
  * The defaults on one CPU variant, in a process of its own: this file again, as BENCH_ENGINE_VARIANT's
  * child. The products are chosen when the weights load, so llama.cpp's need a process too.
  */
-function variantRun(variant: string, products: Products): VariantRun {
+function variantRun(variant: string, products: CpuProducts): VariantRun {
   const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url)], {
-    env: { ...process.env, BENCH_ENGINE_VARIANT: variant, ARBITRA_INT8_KERNELS: products === 'ours' ? 'on' : 'off' },
+    env: { ...process.env, BENCH_ENGINE_VARIANT: variant, ARBITRA_INT8_KERNELS: products === 'arbitra' ? 'on' : 'off' },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 16 << 20,
   });
-  return { ...(JSON.parse(out.trim().split('\n').at(-1)!) as Omit<VariantRun, 'products'>), products };
+  const run = JSON.parse(out.trim().split('\n').at(-1)!) as VariantRun;
+  // A row names the products that ran, never the ones asked for.
+  if (run.products !== products) throw new Error(`the ${variant} child was to run ${products}'s products and its engine reports ${run.products}'s`);
+  return run;
 }
 
 const PP_TOKENS = 512;
@@ -247,7 +248,9 @@ function referenceRound(binaries: Record<LlamaToolBuild, string>, when: string):
 async function main(): Promise<void> {
   if (CHILD_VARIANT) {
     const run = await runEngine(`defaults on CPU variant ${CHILD_VARIANT}`, { cpuVariant: CHILD_VARIANT });
-    process.stdout.write(`${JSON.stringify({ variant: run.info.cpuVariant, cold: run.cold, warm: run.warm } satisfies Omit<VariantRun, 'products'>)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ variant: run.info.cpuVariant, products: run.info.cpuProducts, cold: run.cold, warm: run.warm } satisfies VariantRun)}\n`,
+    );
     return;
   }
   const binaries: Record<LlamaToolBuild, string> = {
@@ -264,7 +267,7 @@ async function main(): Promise<void> {
     .cpuVariants()
     .filter((v) => v.runnable)
     .map((v) => v.name);
-  const byVariant = variants.flatMap((v) => [variantRun(v, 'ours'), variantRun(v, 'llama.cpp')]);
+  const byVariant = variants.flatMap((v) => [variantRun(v, 'arbitra'), variantRun(v, 'llama.cpp')]);
 
   // The defaults first: the figures the goals are read from, on a process no other engine has used.
   const configs: { name: string; options: Partial<EngineOptions> }[] = [
@@ -369,11 +372,11 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|---|---|',
     ...byVariant.map(
       (v) =>
-        `| ${v.variant} | ${v.products === 'ours' ? 'ours' : "llama.cpp's"} | ${fmt(v.cold.medianMs)} | ${fmt(v.cold.usefulTokensPerSecond)} | ${fmt(ratio(v.cold), 2)} | ${fmt(nativeRatio(v.cold), 2)} | ${fmt(v.warm.medianMs)} | ${fmt(v.warm.usefulTokensPerSecond)} |`,
+        `| ${v.variant} | ${v.products === 'arbitra' ? 'ours' : "llama.cpp's"} | ${fmt(v.cold.medianMs)} | ${fmt(v.cold.usefulTokensPerSecond)} | ${fmt(ratio(v.cold), 2)} | ${fmt(nativeRatio(v.cold), 2)} | ${fmt(v.warm.medianMs)} | ${fmt(v.warm.usefulTokensPerSecond)} |`,
     ),
     '',
     ...variants.map((name) => {
-      const [ours, theirs] = (['ours', 'llama.cpp'] as const).map((p) => byVariant.find((v) => v.variant === name && v.products === p)!);
+      const [ours, theirs] = (['arbitra', 'llama.cpp'] as const).map((p) => byVariant.find((v) => v.variant === name && v.products === p)!);
       return `- ${name}: our products ÷ llama.cpp's, cold useful tok/s: **${fmt(ours!.cold.usefulTokensPerSecond / theirs!.cold.usefulTokensPerSecond, 2)}×**; warm: ${fmt(ours!.warm.usefulTokensPerSecond / theirs!.warm.usefulTokensPerSecond, 2)}×.`;
     }),
     '',
