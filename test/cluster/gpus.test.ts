@@ -60,13 +60,13 @@ if (cannotRun) {
     // The suite's servers skip the determinism check (test/integration/helpers/server.ts): not checked is
     // null, on the covered path each engine resolved (exact kernels, flash attention on, the CPU's own gather).
     // Both engines' processes loaded the same CPU variant, the best this processor runs.
-    const { cpu_variant, cpu_variants } = health.json.engines[0].path;
+    const { cpu_variant, cpu_variants, cpu_products } = health.json.engines[0].path;
     t.equal(cpu_variant, cpu_variants[0] ?? 'built-in', 'the best variant this processor runs');
     const unchecked = {
       kernels: 'exact',
       deterministic: null,
       max_difference: null,
-      path: { flash_attention: true, kv_gather: false, cpu_variant, cpu_variants, covered: true, uncovered: [] },
+      path: { flash_attention: true, kv_gather: false, cpu_variant, cpu_variants, cpu_products, covered: true, uncovered: [] },
     };
     t.same(health.json.engines, [
       { engine: 0, device: 0, status: 'ready', ...unchecked },
