@@ -42,9 +42,10 @@
 # llama-bench repetition and a shorter bench:api; BENCH_SECONDS [3]: per decisions point of the
 # scorer bench; API_SECONDS [2] and API_ROUNDS [2]: bench:api's BENCH_SECONDS and BENCH_ROUNDS;
 # API_CONCURRENCY [1,8,32; QUICK 1,8]; SCORER_ARGS: more flags for arbitra-scorer-bench; OP_ARGS
-# [--large --required]: the op test's flags (empty: its suite size, every case on every backend); DEADLINE [480; QUICK 290]: seconds for
-# the whole run, a step with less left than it needs is skipped and named in the summary, and none
-# runs past it (60 s inside the device tool's timeout_s of 540, 40 s inside QUICK's 330);
+# [--large --required]: the op test's flags (empty: its suite size, every case on every backend);
+# DEADLINE [480; QUICK 290]: seconds for the whole run, a step with less left than it needs is
+# skipped and named in the summary, and none runs past it (60 s inside the device tool's timeout_s
+# of 540, 40 s inside QUICK's 330);
 # STOP_AFTER=build: stop once built and the model made; VERDICT_ONLY=1: build and run nothing,
 # judge the op-test.txt and scorer.jsonl already in $OUT (summary.txt is rewritten with the verdict
 # alone).
