@@ -29,6 +29,21 @@ else()
   set(GGML_BACKEND_DL OFF CACHE BOOL "" FORCE)
   set(GGML_CPU_ALL_VARIANTS OFF CACHE BOOL "" FORCE)
 endif()
+# A variants build's libraries and CPU modules, written to `folder`: call after add_subdirectory()
+# of llama.cpp, with the folder of whatever loads them (native/cpu_variant.cc scans its own folder).
+function(arbitra_cpu_modules_beside folder)
+  foreach(lib llama ggml ggml-base ${GGML_AVAILABLE_BACKENDS})
+    if(TARGET ${lib})
+      set_target_properties(${lib} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${folder}")
+    endif()
+  endforeach()
+  # GCC 12's AVX-512 headers initialise a variable from itself, which -Wuninitialized reported over
+  # 800 times in the zen4 variant's llama.cpp sources: 14,000 lines of npm install's output. The
+  # haswell variant compiles the same engine sources with these warnings on.
+  if(TARGET ggml-cpu-zen4 AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(ggml-cpu-zen4 PRIVATE -Wno-uninitialized -Wno-maybe-uninitialized)
+  endif()
+endfunction()
 set(LLAMA_BUILD_TESTS OFF CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_EXAMPLES OFF CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_TOOLS OFF CACHE BOOL "" FORCE)

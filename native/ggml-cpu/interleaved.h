@@ -9,7 +9,8 @@
 // 4 that does the work of 4; Q5_K and Q6_K have no x86 repacked kernel and take one dot product per
 // output.
 // Here 8 weight rows are interleaved 4 bytes at a time, so an activation row's 4 bytes, broadcast,
-// meet the 8 rows in one vpmaddubsw with no shuffle, and each activation row takes the same
+// meet the 8 rows in one vpmaddubsw with no shuffle (where the backend has VNNI, AVX-512's or
+// AVX's, one vpdpbusd, which sums to 32 bits at once), and each activation row takes the same
 // instructions whether 1 or 4 are done together: a row's result is the same bits in a batch of any
 // width, at any place in it and on any thread count, by construction. The integer sums are exact;
 // the float steps per output are the same for every row in every grouping.
@@ -55,6 +56,32 @@ inline void pair_sums(const __m256i* lo, const __m256i* hi, const int8_t* q, __m
   p[2] = _mm256_add_epi16(_mm256_maddubs_epi16(hi[0], broadcast4(q + 16)), _mm256_maddubs_epi16(hi[1], broadcast4(q + 20)));
   p[3] = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], broadcast4(q + 24)), _mm256_maddubs_epi16(hi[3], broadcast4(q + 28)));
 }
+
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define ARBITRA_VNNI 1
+// With VNNI a row's sum over a sub-block goes straight to 32 bits, 4 products an instruction, with
+// no 16-bit step; its scale then takes one 32-bit multiply. The integer sums are the AVX2 path's,
+// exactly, so the products are the same bits on both.
+inline __m256i dot4(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(acc, u, s);
+#else
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+#endif
+}
+
+// An activation row's 32 bytes q of a sub-block against its 8 rows' unpacked weights (lo, hi as in
+// pair_sums): each row's sum over weights 0-15 in sums[0], over 16-31 in sums[1], in 32 bits.
+inline void sub_block_dots(const __m256i* lo, const __m256i* hi, const int8_t* q, __m256i* sums) {
+  __m256i l = _mm256_setzero_si256(), h = _mm256_setzero_si256();
+  for (int t = 0; t < 4; t++) {
+    l = dot4(l, lo[t], broadcast4(q + 4 * t));
+    h = dot4(h, hi[t], broadcast4(q + 16 + 4 * t));
+  }
+  sums[0] = l;
+  sums[1] = h;
+}
+#endif
 
 // q8_K's two sums of 16 of sub-block j (32 weights), side by side in every 32-bit lane.
 inline __m256i sub_block_sums(const block_q8_K& y, int j) { return broadcast4(y.bsums + 2 * j); }

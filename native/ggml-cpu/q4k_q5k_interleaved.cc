@@ -125,7 +125,11 @@ struct Q45K {
       for (int j = 0; j < 8; j++) {
         const __m128i s = _mm_load_si128(reinterpret_cast<const __m128i*>(sm + 16 * j));
         // each row's scale (and min) twice, for the two 16-bit sums a row has in a product below
+#ifdef ARBITRA_VNNI
+        const __m256i scale = _mm256_cvtepu8_epi32(s);
+#else
         const __m256i scale = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
+#endif
         const __m256i min = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
         __m256i lo[4], hi[4];
         __m256i f = _mm256_setzero_si256();
@@ -142,6 +146,11 @@ struct Q45K {
           }
         }
         for (int a = 0; a < NR; a++) {
+#ifdef ARBITRA_VNNI
+          __m256i sums[2];
+          sub_block_dots(lo, hi, y[a][b].qs + 32 * j, sums);
+          isum[a] = _mm256_add_epi32(isum[a], _mm256_mullo_epi32(_mm256_add_epi32(sums[0], sums[1]), scale));
+#else
           __m256i p[4];
           pair_sums(lo, hi, y[a][b].qs + 32 * j, p);
           if constexpr (kFifth) {
@@ -153,6 +162,7 @@ struct Q45K {
             const __m256i sum = _mm256_add_epi16(_mm256_add_epi16(p[0], p[1]), _mm256_add_epi16(p[2], p[3]));
             isum[a] = _mm256_add_epi32(isum[a], _mm256_madd_epi16(sum, scale));
           }
+#endif
           imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(sub_block_sums(y[a][b], j), min));
         }
       }

@@ -77,8 +77,13 @@ struct Q6K {
         // the rows' scales of sub-blocks 2 j and 2 j + 1: each twice (the two 16-bit sums a row has
         // in a product below), and side by side (against q8_K's two sums of 16)
         const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales[2 * j]));
+#ifdef ARBITRA_VNNI
+        const __m256i scale_lo = _mm256_cvtepi8_epi32(s);
+        const __m256i scale_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(s, 8));
+#else
         const __m256i scale_lo = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s, s));
         const __m256i scale_hi = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s, s));
+#endif
         const __m256i scale_pair = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s, _mm_srli_si128(s, 8)));
         const __m256i h0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qh[j][0]));
         const __m256i h1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qh[j][1]));
@@ -89,11 +94,18 @@ struct Q6K {
           hi[t] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h1, 2 * t), m2), 4));
         }
         for (int a = 0; a < NR; a++) {
+#ifdef ARBITRA_VNNI
+          __m256i sums[2];
+          sub_block_dots(lo, hi, y[a][b].qs + 32 * j, sums);
+          const __m256i lo_sum = _mm256_mullo_epi32(sums[0], scale_lo);
+          const __m256i hi_sum = _mm256_mullo_epi32(sums[1], scale_hi);
+#else
           // two products of at most 2 * 63 * 128 a 16-bit sum: it cannot saturate
           __m256i p[4];
           pair_sums(lo, hi, y[a][b].qs + 32 * j, p);
           const __m256i lo_sum = _mm256_add_epi32(_mm256_madd_epi16(p[0], scale_lo), _mm256_madd_epi16(p[1], scale_lo));
           const __m256i hi_sum = _mm256_add_epi32(_mm256_madd_epi16(p[2], scale_hi), _mm256_madd_epi16(p[3], scale_hi));
+#endif
           isum[a] = _mm256_add_epi32(isum[a], _mm256_add_epi32(lo_sum, hi_sum));
           ioffset[a] = _mm256_add_epi32(ioffset[a], _mm256_madd_epi16(sub_block_sums(y[a][b], j), scale_pair));
         }

@@ -16,10 +16,13 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cpu_products.h"
+#include "cpu_variant.h"
 #include "ggml-backend.h"
 #include "lane.h"
 #include "llama.h"
@@ -49,6 +52,7 @@ struct Options {
   std::set<std::string> only;
   bool quick = false;
   std::string json;
+  std::string cpu_variant = "auto";  // a variants build's CPU module, as the engine's --cpu-variant
 };
 
 // One output line: keys in the order they were added.
@@ -482,7 +486,7 @@ void quiet_log(ggml_log_level level, const char* text, void*) {
                "arbitra-scorer-bench: %s\n"
                "usage: arbitra-scorer-bench --model PATH [--layout copied|shared] [--gpu-layers N] [--threads N]\n"
                "         [--cells N] [--seqs N] [--seed N] [--flash-attn auto|on|off] [--kernels exact|fast]\n"
-               "         [--kv-gather auto|on|off] [--in-flight N] [--seconds S]\n"
+               "         [--kv-gather auto|on|off] [--in-flight N] [--seconds S] [--cpu-variant auto|NAME]\n"
                "         [--only prefill,decisions,memory,determinism] [--quick] [--json FILE]\n",
                why);
   std::exit(2);
@@ -524,6 +528,8 @@ Options parse(int argc, char** argv) {
       o.seconds = std::strtod(v.c_str(), nullptr);
     else if (a == "--json")
       o.json = v;
+    else if (a == "--cpu-variant")
+      o.cpu_variant = v;
     else if (a == "--only") {
       std::stringstream ss(v);
       for (std::string m; std::getline(ss, m, ',');) {
@@ -545,6 +551,14 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   g_json_path = o.json;
   llama_log_set(quiet_log, nullptr);
+  // Before the first model, as the engine does: in a variants build no CPU backend is loaded until then.
+  std::string cpu_variant;
+  try {
+    cpu_variant = arbitra::use_cpu_variant(o.cpu_variant);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "arbitra-scorer-bench: %s\n", e.what());
+    return 2;
+  }
   llama_backend_init();
 
   std::string devices;
@@ -568,6 +582,7 @@ int main(int argc, char** argv) {
   setup.num("n_layer", llama_model_n_layer(model)).num("n_embd", llama_model_n_embd(model));
   setup.num("n_vocab", llama_vocab_n_tokens(llama_model_get_vocab(model))).num("n_ctx_train", llama_model_n_ctx_train(model));
   setup.num("kv_bytes_per_cell", static_cast<double>(kv_bytes_per_cell(model)));
+  setup.str("cpu_variant", cpu_variant).str("cpu_products", arbitra::cpu_kquant_products());
   setup.num("cells", bench.default_cells()).num("seqs", bench.seqs()).num("gpu_layers", o.gpu_layers).num("threads", o.threads);
   // What was asked, then what a context of this layout resolved (flash attention, where it runs, the gather).
   const int32_t fa_asked = flash_attn_asked(o.flash_attn, o.exact_kernels);
