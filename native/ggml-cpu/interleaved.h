@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ggml-cpu-impl.h"
@@ -83,6 +84,55 @@ inline void sub_block_dots(const __m256i* lo, const __m256i* hi, const int8_t* q
 }
 #endif
 
+// An activation row of k floats to q8_K, the same bytes as ggml's quantize_row_q8_K_ref, which the
+// x86 CPU backend runs scalar. The scale is the value of largest magnitude, the first of equals;
+// each value is rounded half to even as the reference's float trick rounds it (vcvtps2dq), and a
+// product is rounded before that, never fused into the rounding.
+inline void quantize_q8_K(const float* x, block_q8_K* y, int64_t k) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < k / QK_K; b++, x += QK_K) {
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < QK_K; i += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float top = _mm_cvtss_f32(m);
+    block_q8_K& out = y[b];
+    if (top == 0.0f) {
+      out.d = 0;
+      std::memset(out.qs, 0, sizeof(out.qs));
+      std::memset(out.bsums, 0, sizeof(out.bsums));
+      continue;
+    }
+    float max = 0;
+    for (int i = 0; i < QK_K; i++) {
+      if (std::fabs(x[i]) == top) {
+        max = x[i];
+        break;
+      }
+    }
+    const float iscale = -127.f / max;
+    const __m256 vs = _mm256_set1_ps(iscale);
+    // q8_K's order from 32-bit lanes packed within 128-bit halves
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int i = 0; i < QK_K; i += 32) {
+      __m256i q[4];
+      for (int u = 0; u < 4; u++) q[u] = _mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + i + 8 * u)));
+      const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.qs + i), _mm256_permutevar8x32_epi32(bytes, order));
+    }
+    for (int j = 0; j < QK_K / 16; j++) {
+      const __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(out.qs + 16 * j)));
+      __m128i h = _mm_add_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+      h = _mm_hadd_epi16(h, h);
+      h = _mm_hadd_epi16(h, h);
+      h = _mm_hadd_epi16(h, h);
+      out.bsums[j] = static_cast<int16_t>(_mm_extract_epi16(h, 0));
+    }
+    out.d = 1 / iscale;
+  }
+}
+
 // q8_K's two sums of 16 of sub-block j (32 weights), side by side in every 32-bit lane.
 inline __m256i sub_block_sums(const block_q8_K& y, int j) { return broadcast4(y.bsums + 2 * j); }
 
@@ -140,7 +190,7 @@ class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
     const auto offset = [&](const ggml_tensor* t, int64_t i) { return (i % ne1) * t->nb[1] + (i / ne1 % ne2) * t->nb[2] + (i / (ne1 * ne2)) * t->nb[3]; };
 
     for (int64_t i = params->ith; i < rows; i += params->nth) {
-      quantize_row_q8_K(reinterpret_cast<const float*>(static_cast<const char*>(x->data) + offset(x, i)), wdata + i * row_q8, k);
+      quantize_q8_K(reinterpret_cast<const float*>(static_cast<const char*>(x->data) + offset(x, i)), reinterpret_cast<block_q8_K*>(wdata + i * row_q8), k);
     }
     if (params->ith == 0) ggml_threadpool_chunk_set(params->threadpool, params->nth);
     ggml_barrier(params->threadpool);

@@ -1,7 +1,8 @@
 // The Q4_K and Q5_K kernels of the interleaved products (interleaved.h). Both have a super-block's
 // 8 sub-blocks of 32 weights scaled by 6-bit scales and offset by 6-bit mins; Q5_K adds a fifth bit
-// to each weight. Per sub-block, a row's scale and min products are integers; per super-block, a
-// scale product and two fused multiply-adds in floats; one subtraction at the end.
+// to each weight. A row's scale products (per sub-block) and min products (per super-block, in
+// pairs of sub-blocks) are integers; per super-block, a scale product and two fused multiply-adds in
+// floats; one subtraction at the end.
 #include "interleaved.h"
 
 namespace arbitra::cpu {
@@ -117,20 +118,32 @@ struct Q45K {
     for (int b = 0; b < nb; b++) {
       const Block& x = w[b];
       unpack_scales(x, sm);
+      // The mins' products once a super-block, not per sub-block: each row's mins of sub-blocks
+      // 2 i and 2 i + 1 side by side in its 32-bit lane, against q8_K's sums of those two
+      // sub-blocks (each its two sums of 16 added), side by side too.
+      __m256i min_pairs[4];
+      for (int i = 0; i < 4; i++) {
+        const __m128i m0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 32 * i + 8));
+        const __m128i m1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 32 * i + 24));
+        min_pairs[i] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m0, m1));
+      }
       __m256i isum[NR], imin[NR];
       for (int a = 0; a < NR; a++) {
         isum[a] = _mm256_setzero_si256();
         imin[a] = _mm256_setzero_si256();
+        const int16_t* bs = y[a][b].bsums;
+        int16_t sums[8];
+        for (int j = 0; j < 8; j++) sums[j] = static_cast<int16_t>(bs[2 * j] + bs[2 * j + 1]);
+        for (int i = 0; i < 4; i++) imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(min_pairs[i], broadcast4(sums + 2 * i)));
       }
       for (int j = 0; j < 8; j++) {
         const __m128i s = _mm_load_si128(reinterpret_cast<const __m128i*>(sm + 16 * j));
-        // each row's scale (and min) twice, for the two 16-bit sums a row has in a product below
+        // each row's scale twice, for the two 16-bit sums a row has in a product below
 #ifdef ARBITRA_VNNI
         const __m256i scale = _mm256_cvtepu8_epi32(s);
 #else
         const __m256i scale = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
 #endif
-        const __m256i min = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
         __m256i lo[4], hi[4];
         __m256i f = _mm256_setzero_si256();
         if constexpr (kFifth) f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.fifth[j]));
@@ -163,7 +176,6 @@ struct Q45K {
             isum[a] = _mm256_add_epi32(isum[a], _mm256_madd_epi16(sum, scale));
           }
 #endif
-          imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(sub_block_sums(y[a][b], j), min));
         }
       }
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
