@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "ggml-cpu-impl.h"
 #include "quants.h"
@@ -39,6 +40,7 @@ const ggml::cpu::tensor_traits* q5k_interleaved();
 const ggml::cpu::tensor_traits* q6k_interleaved();
 
 constexpr int kRows = 8;  // weight rows interleaved in a block
+constexpr int kWide = 8;  // activation rows that share each unpacked weight register, where a tile has them
 
 #ifdef ARBITRA_INTERLEAVED
 
@@ -211,18 +213,21 @@ class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
       const int64_t r0 = tile / group_tiles * tile_rows, r1 = std::min(rows, r0 + tile_rows);
       const int64_t g0 = tile % group_tiles * tile_groups, g1 = std::min(groups, g0 + tile_groups);
       for (int64_t g = g0; g < g1; g++) {
-        const typename Kernel::Block* wg = weights + g * nb;
+        // NR activation rows from r against group g: every row runs the same instructions whatever NR is
+        const auto rows_product = [&](auto width, int64_t r) {
+          constexpr int NR = decltype(width)::value;
+          const block_q8_K* y[NR];
+          float* out[NR];
+          for (int a = 0; a < NR; a++) {
+            y[a] = q8_row(r + a);
+            out[a] = out_row(r + a, g);
+          }
+          Kernel::template product<NR>(static_cast<int>(nb), out, weights + g * nb, y);
+        };
         int64_t r = r0;
-        for (; r + 4 <= r1; r += 4) {
-          const block_q8_K* y[4] = {q8_row(r), q8_row(r + 1), q8_row(r + 2), q8_row(r + 3)};
-          float* out[4] = {out_row(r, g), out_row(r + 1, g), out_row(r + 2, g), out_row(r + 3, g)};
-          Kernel::template product<4>(static_cast<int>(nb), out, wg, y);
-        }
-        for (; r < r1; r++) {
-          const block_q8_K* y[1] = {q8_row(r)};
-          float* out[1] = {out_row(r, g)};
-          Kernel::template product<1>(static_cast<int>(nb), out, wg, y);
-        }
+        for (; r + kWide <= r1; r += kWide) rows_product(std::integral_constant<int, kWide>{}, r);
+        for (; r + 4 <= r1; r += 4) rows_product(std::integral_constant<int, 4>{}, r);
+        for (; r < r1; r++) rows_product(std::integral_constant<int, 1>{}, r);
       }
     }
   }
