@@ -11,7 +11,7 @@
 // Here 8 weight rows are interleaved 4 bytes at a time, so an activation row's 4 bytes, broadcast,
 // meet the 8 rows in one vpmaddubsw with no shuffle (where the backend has VNNI, AVX-512's or
 // AVX's, one vpdpbusd, which sums to 32 bits at once), and each activation row takes the same
-// instructions whether 1 or 4 are done together: a row's result is the same bits in a batch of any
+// instructions whether 1, 4 or 8 are done together: a row's result is the same bits in a batch of any
 // width, at any place in it and on any thread count, by construction. The integer sums are exact;
 // the float steps per output are the same for every row in every grouping.
 #pragma once
