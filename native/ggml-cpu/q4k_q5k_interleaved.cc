@@ -138,7 +138,8 @@ struct Q45K {
       }
       for (int j = 0; j < 8; j++) {
         const __m128i s = _mm_load_si128(reinterpret_cast<const __m128i*>(sm + 16 * j));
-        // each row's scale twice, for the two 16-bit sums a row has in a product below
+        // each row's scale: in 32 bits against VNNI's sums, else twice in 16, for the two 16-bit sums
+        // a row has in a product below
 #ifdef ARBITRA_VNNI
         const __m256i scale = _mm256_cvtepu8_epi32(s);
 #else
