@@ -10,19 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { packageRoot } from '../../src/paths.js';
 import { TEST_MODEL } from '../helpers/models.js';
-import { pack } from './pipeline.js';
-
-interface ScorerLine {
-  bench: string;
-  layout?: string;
-  kernels?: string;
-  cpu_variant?: string;
-  cpu_products?: string;
-  compare?: string;
-  max_abs_diff?: number;
-  prefix_tok_s?: number;
-  error?: string;
-}
+import { pack, type ScorerLine } from './pipeline.js';
 
 t.test('cpu-variants-bench.sh holds and measures every variant this processor runs', async (t) => {
   t.equal(pack().status, 0, 'packed .device/');

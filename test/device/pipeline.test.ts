@@ -5,17 +5,7 @@
 // (test/scripts/device-pack.test.ts).
 import t from 'tap';
 import { PACK_FILES } from '../../scripts/device-pack.mjs';
-import { API_CONCURRENCY, pack, packed, runPipeline } from './pipeline.js';
-
-interface ScorerLine {
-  bench: string;
-  layout: string;
-  kernels?: string;
-  kv_gather?: boolean;
-  compare?: string;
-  max_abs_diff?: number;
-  error?: string;
-}
+import { API_CONCURRENCY, pack, packed, runPipeline, type ScorerLine } from './pipeline.js';
 
 t.test('the pack holds what the GPU machine needs and stays under the limit', async (t) => {
   const packed = pack();

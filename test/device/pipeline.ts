@@ -32,6 +32,20 @@ export function packed(): Manifest | null {
   return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Manifest) : null;
 }
 
+/** One line of arbitra-scorer-bench's --json output (native/tools/scorer_bench.cc), the fields the device tests read. */
+export interface ScorerLine {
+  bench: string;
+  layout?: string;
+  kernels?: string;
+  kv_gather?: boolean;
+  cpu_variant?: string;
+  cpu_products?: string;
+  compare?: string;
+  max_abs_diff?: number;
+  prefix_tok_s?: number;
+  error?: string;
+}
+
 export interface PipelineRun {
   status: number | null;
   seconds: number;
