@@ -27,7 +27,7 @@ ggml_backend_buffer_type_t cpu_repacked_buffer_type(ggml_backend_dev_t dev, ggml
   return chosen;
 }
 
-const char* cpu_kquant_products() {
+const char* cpu_int8_products() {
 #if defined(__x86_64__) || defined(_M_X64)
   ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
   if (cpu == nullptr) return "llama.cpp";

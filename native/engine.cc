@@ -467,7 +467,7 @@ Napi::Object Engine::Facts(Napi::Env env) {
   o.Set("llamaBuild", ARBITRA_LLAMA_BUILD);
   o.Set("cpuVariant", cfg_.cpu_variant);
   o.Set("cpuVariants", cpu_variant_names(env));
-  o.Set("cpuProducts", cpu_kquant_products());
+  o.Set("cpuProducts", cpu_int8_products());
   o.Set("threads", cfg_.n_threads);
   o.Set("contextSize", lanes_.front().max_tokens);
   o.Set("longContextSize", lanes_.back().max_tokens);

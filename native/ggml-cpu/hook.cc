@@ -23,6 +23,16 @@ extern "C" const ggml::cpu::tensor_traits* arbitra_repack_traits(const ggml_tens
       return arbitra::cpu::q5k_interleaved();
     case GGML_TYPE_Q6_K:
       return arbitra::cpu::q6k_interleaved();
+    case GGML_TYPE_Q4_0:
+      return arbitra::cpu::q40_interleaved();
+    case GGML_TYPE_Q4_1:
+      return arbitra::cpu::q41_interleaved();
+    case GGML_TYPE_Q5_0:
+      return arbitra::cpu::q50_interleaved();
+    case GGML_TYPE_Q5_1:
+      return arbitra::cpu::q51_interleaved();
+    case GGML_TYPE_Q8_0:
+      return arbitra::cpu::q80_interleaved();
     default:
       return nullptr;
   }

@@ -1,13 +1,16 @@
-// Matrix products of K-quant weights whose rows are interleaved 8 at a time, for ggml's CPU
-// backend: what every weight type's kernel shares (native/ggml-cpu/q*_interleaved.cc). Compiled
+// Matrix products of quantized weights whose rows are interleaved 8 at a time, for ggml's CPU
+// backend: what every weight type's kernel shares (native/ggml-cpu/q*_interleaved.cc). The K-quants
+// (Q4_K, Q5_K, Q6_K) take activations in q8_K, blocks of 256; the types of 32-weight blocks (Q4_0,
+// Q4_1, Q5_0, Q8_0) in q8_0's blocks of 32, with each block's sum beside it. Compiled
 // into each CPU backend of the build with its instruction flags (cmake/arbitra-kernels.cmake) and
 // found by repack.cpp through a weak hook (native/patches/ggml-cpu-int8-hook.patch, hook.cc).
 //
 // Why not llama.cpp's kernels: its x86 repacked kernels (Q4_K, Q4_0) cut a batch into 16-row and
 // 4-row groups and move every byte of both operands through shuffles before their integer dot
 // products, and in the batch-invariant mode the rows past a multiple of 4 are padded to a group of
-// 4 that does the work of 4; Q5_K and Q6_K have no x86 repacked kernel and take one dot product per
-// output.
+// 4 that does the work of 4; Q5_K, Q6_K, Q4_1, Q5_0 and Q8_0 have no x86 repacked kernel and take
+// one dot product per output (tinyBLAS's tiles for the last three), each unpacking its weights again
+// for every activation row.
 // Here 8 weight rows are interleaved 4 bytes at a time, so an activation row's 4 bytes, broadcast,
 // meet the 8 rows in one vpmaddubsw with no shuffle (where the backend has VNNI, AVX-512's or
 // AVX's, one vpdpbusd, which sums to 32 bits at once), and each activation row takes the same
@@ -38,6 +41,11 @@ namespace arbitra::cpu {
 const ggml::cpu::tensor_traits* q4k_interleaved();
 const ggml::cpu::tensor_traits* q5k_interleaved();
 const ggml::cpu::tensor_traits* q6k_interleaved();
+const ggml::cpu::tensor_traits* q40_interleaved();
+const ggml::cpu::tensor_traits* q41_interleaved();
+const ggml::cpu::tensor_traits* q50_interleaved();
+const ggml::cpu::tensor_traits* q51_interleaved();
+const ggml::cpu::tensor_traits* q80_interleaved();
 
 constexpr int kRows = 8;  // weight rows interleaved in a block
 constexpr int kWide = 8;  // activation rows that share each unpacked weight register, where a tile has them
@@ -138,17 +146,78 @@ inline void quantize_q8_K(const float* x, block_q8_K* y, int64_t k) {
 // q8_K's two sums of 16 of sub-block j (32 weights), side by side in every 32-bit lane.
 inline __m256i sub_block_sums(const block_q8_K& y, int j) { return broadcast4(y.bsums + 2 * j); }
 
-// A weight type's kernel: `Source` the ggml block, `Block` the 8 rows' interleaved super-block (the
-// size of the 8 it replaces, so the repacked tensor fits the allocation llama.cpp sized for the
-// original), `pack` the layout, `product<NR>` the 8 rows times NR activation rows in q8_K.
+// An activation block of 32 for the 32-weight types: q8_0's values and scale, and the values' sum,
+// which a weight's offset takes once a block, and that sum times the scale, which a min takes. The
+// scale and the scaled sum are rounded to half, as llama.cpp's q8_0 and q8_1 hold them, so that the
+// products stay near its own.
+struct block_q8_32 {
+  float d;
+  float s;
+  int32_t sum;
+  int8_t qs[32];
+};
+
+// An activation row of k floats to blocks of 32: the scale is the largest magnitude over 127, each
+// value rounded half to even. Not llama.cpp's bytes (its reference rounds half away from zero), and
+// it need not be: no kernel of llama.cpp's reads these.
+inline void quantize_q8_32(const float* x, block_q8_32* y, int64_t k) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t b = 0; b < k / 32; b++, x += 32) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int u = 0; u < 4; u++) {
+      v[u] = _mm256_loadu_ps(x + 8 * u);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[u]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    __m256i q[4];
+    for (int u = 0; u < 4; u++) q[u] = _mm256_cvtps_epi32(_mm256_mul_ps(v[u], id));
+    // every value is within ±127, so the packing saturates nothing and the sum is the bytes' sum
+    const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), _mm256_permutevar8x32_epi32(bytes, order));
+    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+    y[b].sum = _mm_cvtsi128_si32(h);
+    y[b].d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    y[b].s = _cvtsh_ss(_cvtss_sh(static_cast<float>(y[b].sum) * d, _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
+// The activation formats: a block type, the weights a block covers (the weights' block too) and
+// the quantizer.
+struct Q8K {
+  using Block = block_q8_K;
+  static constexpr int64_t kWeights = QK_K;
+  static void quantize(const float* x, Block* y, int64_t k) { quantize_q8_K(x, y, k); }
+};
+struct Q8Block32 {
+  using Block = block_q8_32;
+  static constexpr int64_t kWeights = 32;
+  static void quantize(const float* x, Block* y, int64_t k) { quantize_q8_32(x, y, k); }
+};
+
+// A weight type's kernel: `Source` the ggml block, `Block` the 8 rows' interleaved block (the size
+// of the 8 it replaces, so the repacked tensor fits the allocation llama.cpp sized for the
+// original), `Activation` the format of the activation rows (Q8K or Q8Block32), `pack` the layout,
+// `product<NR>` the 8 rows times NR activation rows.
 template <typename Kernel>
 class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
   static_assert(sizeof(typename Kernel::Block) == kRows * sizeof(typename Kernel::Source), "the interleaved layout must fit the original's allocation");
+  using Activation = typename Kernel::Activation;
+  using ActivationBlock = typename Activation::Block;
+  static constexpr int64_t kWeights = Activation::kWeights;
 
  public:
   bool work_size(int, const ggml_tensor* op, size_t& size) override {
     if (op->op != GGML_OP_MUL_MAT) return false;
-    size = ggml_row_size(GGML_TYPE_Q8_K, op->src[1]->ne[0]) * ggml_nrows(op->src[1]);
+    size = sizeof(ActivationBlock) * static_cast<size_t>(op->src[1]->ne[0] / kWeights * ggml_nrows(op->src[1]));
     return true;
   }
 
@@ -160,7 +229,7 @@ class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
 
   int repack(ggml_tensor* t, const void* data, size_t data_size) override {
     GGML_ASSERT(data_size == ggml_nbytes(t));
-    const int64_t nb = t->ne[0] / QK_K;
+    const int64_t nb = t->ne[0] / kWeights;
     const auto* src = static_cast<const typename Kernel::Source*>(data);
     auto* dst = static_cast<typename Kernel::Block*>(t->data);
     for (int64_t g = 0; g < t->ne[1] / kRows; g++) {
@@ -174,7 +243,7 @@ class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
   }
 
  private:
-  // The rows of src1 (all planes) are quantized to q8_K in wdata, then the product is cut into
+  // The rows of src1 (all planes) are quantized in wdata, then the product is cut into
   // tiles of activation rows and weight-row groups that the threads take in turn. Tiles decide
   // only which rows are computed together, never how.
   static void mul_mat(ggml_compute_params* params, ggml_tensor* op) {
@@ -183,21 +252,22 @@ class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
     GGML_ASSERT(x->type == GGML_TYPE_F32 && op->nb[0] == sizeof(float));
     GGML_ASSERT(op->ne[0] == w->ne[1] && x->ne[0] == w->ne[0]);
     const int64_t k = w->ne[0];
-    const int64_t nb = k / QK_K;
+    const int64_t nb = k / kWeights;
     const int64_t rows = ggml_nrows(x);
-    const size_t row_q8 = ggml_row_size(GGML_TYPE_Q8_K, k);
+    const size_t row_q8 = sizeof(ActivationBlock) * static_cast<size_t>(nb);
     char* wdata = static_cast<char*>(params->wdata);
     const int64_t ne1 = x->ne[1];
     const int64_t ne2 = x->ne[2];
     const auto offset = [&](const ggml_tensor* t, int64_t i) { return (i % ne1) * t->nb[1] + (i / ne1 % ne2) * t->nb[2] + (i / (ne1 * ne2)) * t->nb[3]; };
 
     for (int64_t i = params->ith; i < rows; i += params->nth) {
-      quantize_q8_K(reinterpret_cast<const float*>(static_cast<const char*>(x->data) + offset(x, i)), reinterpret_cast<block_q8_K*>(wdata + i * row_q8), k);
+      Activation::quantize(reinterpret_cast<const float*>(static_cast<const char*>(x->data) + offset(x, i)),
+                           reinterpret_cast<ActivationBlock*>(wdata + i * row_q8), k);
     }
     if (params->ith == 0) ggml_threadpool_chunk_set(params->threadpool, params->nth);
     ggml_barrier(params->threadpool);
 
-    // Activation rows a tile: as many as keep their q8_K rows within half of a 512 KiB L2 while a
+    // Activation rows a tile: as many as keep their quantized rows within half of a 512 KiB L2 while a
     // group's weights stream past them, a multiple of 4 from 4 to 64.
     const int64_t tile_rows = std::clamp<int64_t>((256 * 1024 / static_cast<int64_t>(row_q8)) & ~int64_t{3}, 4, 64);
     const int64_t row_tiles = (rows + tile_rows - 1) / tile_rows;
@@ -207,7 +277,7 @@ class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
     const int64_t tile_groups = (groups + group_tiles - 1) / group_tiles;
     const auto* weights = static_cast<const typename Kernel::Block*>(w->data);
     const auto out_row = [&](int64_t i, int64_t g) { return reinterpret_cast<float*>(static_cast<char*>(op->data) + offset(op, i)) + g * kRows; };
-    const auto q8_row = [&](int64_t i) { return reinterpret_cast<const block_q8_K*>(wdata + i * row_q8); };
+    const auto q8_row = [&](int64_t i) { return reinterpret_cast<const ActivationBlock*>(wdata + i * row_q8); };
 
     for (int64_t tile = params->ith; tile < row_tiles * group_tiles; tile = ggml_threadpool_chunk_add(params->threadpool, 1)) {
       const int64_t r0 = tile / group_tiles * tile_rows, r1 = std::min(rows, r0 + tile_rows);
@@ -216,7 +286,7 @@ class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
         // NR activation rows from r against group g: every row runs the same instructions whatever NR is
         const auto rows_product = [&](auto width, int64_t r) {
           constexpr int NR = decltype(width)::value;
-          const block_q8_K* y[NR];
+          const ActivationBlock* y[NR];
           float* out[NR];
           for (int a = 0; a < NR; a++) {
             y[a] = q8_row(r + a);

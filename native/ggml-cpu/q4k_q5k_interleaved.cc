@@ -23,6 +23,7 @@ struct FifthBits<false> {};
 template <typename S, bool kFifth>
 struct Q45K {
   using Source = S;
+  using Activation = Q8K;
 
   struct Block : FifthBits<kFifth> {
     ggml_half d[kRows];

@@ -16,6 +16,7 @@ namespace {
 
 struct Q6K {
   using Source = block_q6_K;
+  using Activation = Q8K;
 
   struct Block {
     ggml_half d[kRows];

@@ -11,7 +11,7 @@
 // one changes the bits. These are the properties the engine's determinism promise rests on, held
 // where they are made, below llama.cpp's graph. Attention's rows are also held to a
 // double-precision reference, which a kernel wrong the same way in every layout would fail, and a
-// product on a repacked layout (the CPU's, whose Q4_K, Q5_K and Q6_K kernels are the engine's own, native/ggml-cpu)
+// product on a repacked layout (the CPU's, whose kernels for these types are the engine's own, native/ggml-cpu)
 // to the plain layout's product, to rounding.
 //
 // Each test is tagged with the backends it is required of: [every backend] for what the promise
@@ -254,7 +254,7 @@ bool repacked(const Backend& b, ggml_type type, const Shape& s) {
 
 // A repacked layout's product is the plain layout's (llama.cpp's dot products on the original
 // blocks) to rounding: a kernel that gives a row the same bits in every batch may still compute the
-// wrong function, and on the CPU the Q4_K, Q5_K and Q6_K repacked kernels are the engine's own code (native/ggml-cpu).
+// wrong function, and on the CPU the repacked kernels are the engine's own code (native/ggml-cpu).
 // Integer sums are exact in both; what differs is the order of a few float steps a super-block.
 void test_repacked_agrees(const Backend& b, ggml_type type, const Shape& s) {
   Weight packed, plain;
@@ -275,12 +275,15 @@ void test_repacked_agrees(const Backend& b, ggml_type type, const Shape& s) {
   std::printf("# %s: largest difference %g against values up to %g\n", current.c_str(), static_cast<double>(worst), static_cast<double>(largest));
 }
 
-// The engine's own products (native/ggml-cpu) take Q4_K, Q5_K and Q6_K weights wherever the CPU
-// backend was built with the instructions they need: a build that left their hook out (a static
-// archive answers only strong references, and repack.cpp's is weak) would run llama.cpp's kernels
-// without a word. llama.cpp repacks no Q5_K or Q6_K on x86, so those two show whose kernels run.
+// The engine's own products (native/ggml-cpu) take the K-quants and the types of 32-weight blocks
+// wherever the CPU backend was built with the instructions they need: a build that left their hook
+// out (a static archive answers only strong references, and repack.cpp's is weak) would run
+// llama.cpp's kernels without a word. llama.cpp repacks only Q4_K and Q4_0 of these on x86, so the
+// others show whose kernels run.
+const ggml_type kOwnTypes[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0};
+
 void test_own_products(const Backend& b, const Shape& s) {
-  current = "the engine's own Q4_K, Q5_K and Q6_K products take those weights where the backend has AVX2, FMA and F16C";
+  current = "the engine's own Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 products take those weights where the backend has AVX2, FMA and F16C";
   const auto features = b.proc<ggml_backend_get_features_t>("ggml_backend_get_features")(ggml_backend_dev_backend_reg(b.dev));
   int needed = 0;
   for (const ggml_backend_feature* f = features; f->name != nullptr; ++f) {
@@ -291,7 +294,7 @@ void test_own_products(const Backend& b, const Shape& s) {
     std::printf("# %s: not expected here (%s)\n", current.c_str(), needed < 3 ? "the backend lacks one of them" : "ARBITRA_INT8_KERNELS=off");
     return;
   }
-  for (ggml_type t : {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K}) {
+  for (ggml_type t : kOwnTypes) {
     check(repacked(b, t, s), std::string(ggml_type_name(t)) + " weights stay in the backend's own layout, on llama.cpp's kernels");
   }
 }
@@ -635,8 +638,10 @@ void test_attention_values(const Backend& b) {
   std::printf("# %s: %zu cases compared, largest difference %g\n", current.c_str(), thread_counts(b).size() * cases.size(), static_cast<double>(worst));
 }
 
-// The catalogue's weight types and the types docs/models.md recommends.
-const ggml_type kTypes[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1};
+// The catalogue's weight types (Q5_0 is in Gemma 3 270M's Q4_K_M), the types docs/models.md
+// recommends, and Q5_1, which the engine's own products take too.
+const ggml_type kTypes[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_F16,
+                            GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1};
 
 // Runs one test (which names itself in `current`) and prints its result line with its tag; returns
 // its failed checks.

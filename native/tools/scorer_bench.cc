@@ -582,7 +582,7 @@ int main(int argc, char** argv) {
   setup.num("n_layer", llama_model_n_layer(model)).num("n_embd", llama_model_n_embd(model));
   setup.num("n_vocab", llama_vocab_n_tokens(llama_model_get_vocab(model))).num("n_ctx_train", llama_model_n_ctx_train(model));
   setup.num("kv_bytes_per_cell", static_cast<double>(kv_bytes_per_cell(model)));
-  setup.str("cpu_variant", cpu_variant).str("cpu_products", arbitra::cpu_kquant_products());
+  setup.str("cpu_variant", cpu_variant).str("cpu_products", arbitra::cpu_int8_products());
   setup.num("cells", bench.default_cells()).num("seqs", bench.seqs()).num("gpu_layers", o.gpu_layers).num("threads", o.threads);
   // What was asked, then what a context of this layout resolved (flash attention, where it runs, the gather).
   const int32_t fa_asked = flash_attn_asked(o.flash_attn, o.exact_kernels);

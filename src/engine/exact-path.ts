@@ -89,7 +89,7 @@ export function cpuVariantLine(p: Pick<ServedPath, 'cpuVariant' | 'cpuVariants'>
 /** The start-up lines that say which path runs, and a warning where the promise does not cover it. */
 export function pathReport(p: ServedPath): string[] {
   const lines = [
-    `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved), CPU variant ${cpuVariantLine(p)}, ${p.cpuProducts === 'arbitra' ? "the engine's own" : "llama.cpp's"} Q4_K/Q5_K/Q6_K products on the CPU`,
+    `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved), CPU variant ${cpuVariantLine(p)}, ${p.cpuProducts === 'arbitra' ? "the engine's own" : "llama.cpp's"} int8 products on the CPU`,
   ];
   if (p.kernels === 'exact' && !isCovered(p)) {
     lines.push(`WARNING: the exact kernels run on a path their promise does not cover, so /health says deterministic: false: ${p.uncovered.join('; ')}`);

@@ -136,7 +136,7 @@ export interface ServedPath {
   /** The CPU backend's variant the process loaded (ModelFacts.cpuVariant), and those this processor runs. */
   cpuVariant: string;
   cpuVariants: string[];
-  /** Whose products the CPU backend runs for Q4_K, Q5_K and Q6_K weights (ModelFacts.cpuProducts). */
+  /** Whose products the CPU backend runs for quantized weights (ModelFacts.cpuProducts). */
   cpuProducts: CpuProducts;
   /** Why the promise of exact kernels does not hold on this path; empty when it does. */
   uncovered: string[];
@@ -171,7 +171,8 @@ export interface ModelFacts {
   /** The variants of this build this processor can run, best first (empty for a built-in backend). */
   cpuVariants: string[];
   /**
-   * Whose matrix products the CPU backend runs for Q4_K, Q5_K and Q6_K weights: the engine's own
+   * Whose matrix products the CPU backend runs for quantized weights (Q4_K, Q5_K, Q6_K, Q4_0, Q4_1,
+   * Q5_0, Q5_1, Q8_0): the engine's own
    * (native/ggml-cpu, where the variant has AVX2, FMA and F16C) or llama.cpp's
    * (ARBITRA_INT8_KERNELS=off, another processor). Chosen when the weights load, for both kernel sets.
    */

@@ -62,7 +62,7 @@ t.test('the promise: false on an uncovered path whatever the check saw, the chec
 
 t.test('the start-up lines: the resolved path always, a warning with the reasons where it is not covered', async (t) => {
   t.same(pathReport(servedPath(CPU)), [
-    "path: exact kernels, flash attention on, shared pool gather off (as resolved), CPU variant zen4 (of zen4, haswell on this processor), the engine's own Q4_K/Q5_K/Q6_K products on the CPU",
+    "path: exact kernels, flash attention on, shared pool gather off (as resolved), CPU variant zen4 (of zen4, haswell on this processor), the engine's own int8 products on the CPU",
   ]);
   t.match(
     pathReport(servedPath({ ...CPU, cpuVariant: 'built-in', cpuVariants: [] })),
@@ -71,7 +71,7 @@ t.test('the start-up lines: the resolved path always, a warning with the reasons
   );
   t.match(
     pathReport(servedPath({ ...CPU, cpuProducts: 'llama.cpp' })),
-    [/, llama\.cpp's Q4_K\/Q5_K\/Q6_K products on the CPU$/],
+    [/, llama\.cpp's int8 products on the CPU$/],
     "llama.cpp's products named where they run",
   );
   t.match(pathReport(servedPath({ ...CPU, flashAttention: false })), [

@@ -6,7 +6,7 @@
 // whatever other sequences' cells share its cache, in position order or in any order, wherever the
 // cache is cut and whatever rows share its batch, and its rows are attention (against a
 // double-precision reference, with several query heads per KV head); a product on a repacked
-// layout is the plain layout's to rounding (the Q4_K, Q5_K and Q6_K kernels are our own,
+// layout is the plain layout's to rounding (the quantized products are our own kernels,
 // native/ggml-cpu). Each of its tests is one assertion here, its tag in the name: on the CPU the
 // [CPU only] tests are required too. They run once per CPU variant this processor can execute
 // (native/cpu_variant.cc), since each variant is its own arithmetic. The device call runs the same

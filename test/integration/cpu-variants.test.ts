@@ -46,7 +46,7 @@ if (cannotRun) {
       t.match(
         server.log(),
         new RegExp(
-          `path: exact kernels, .*CPU variant ${name} \\(of ${runnable.join(', ')} on this processor\\), the engine's own Q4_K/Q5_K/Q6_K products on the CPU$`,
+          `path: exact kernels, .*CPU variant ${name} \\(of ${runnable.join(', ')} on this processor\\), the engine's own int8 products on the CPU$`,
           'm',
         ),
         'the start-up line',
@@ -59,7 +59,7 @@ if (cannotRun) {
     const server = await startServer(t.testdir(), { workers: 1, env: { ARBITRA_INT8_KERNELS: 'off', ARBITRA_DETERMINISM_CHECK: 'off' } });
     t.teardown(() => server.stop());
     t.match((await server.call('/health')).json.engines, [{ path: { cpu_products: 'llama.cpp' } }], '/health');
-    t.match(server.log(), /^.*path: exact kernels, .*, llama\.cpp's Q4_K\/Q5_K\/Q6_K products on the CPU$/m, 'the start-up line');
+    t.match(server.log(), /^.*path: exact kernels, .*, llama\.cpp's int8 products on the CPU$/m, 'the start-up line');
   });
 
   t.test('a variant the build does not carry: the server does not start, and says which it does', async (t) => {

@@ -57,7 +57,7 @@ export const HealthResponse = Type.Object(
               cpu_variants: Type.Array(Type.String(), { description: "the build's variants this processor can run, best first" }),
               cpu_products: Type.Union([Type.Literal('arbitra'), Type.Literal('llama.cpp')], {
                 description:
-                  "whose matrix products the CPU backend runs for Q4_K, Q5_K and Q6_K weights: the engine's own, or llama.cpp's (ARBITRA_INT8_KERNELS=off, a processor without AVX2, FMA and F16C, not x86-64)",
+                  "whose matrix products the CPU backend runs for quantized weights (Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): the engine's own, or llama.cpp's (ARBITRA_INT8_KERNELS=off, a processor without AVX2, FMA and F16C, not x86-64)",
               }),
               covered: Type.Boolean({ description: "the exact kernels' promise covers this path" }),
               uncovered: Type.Array(Type.String(), { description: 'why it does not; empty when it does' }),

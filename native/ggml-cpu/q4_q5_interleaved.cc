@@ -1,0 +1,152 @@
+// The Q4_0, Q4_1, Q5_0 and Q5_1 kernels of the interleaved products (interleaved.h): blocks of 32
+// weights of 4 bits (5 with the fifth bits of Q5_0 and Q5_1), each block with its scale, and either
+// an offset (8 or 16: the weight is w - 8 or w - 16) or a min of its own (w d + m). Q5_0 and Q8_0
+// are what llama.cpp quantizes a tensor to where its rows are too short for K-quants' blocks of
+// 256 (a 640-wide model: Gemma 3 270M's attention and feed-forward inputs).
+//
+// The weights are unsigned, so vpmaddubsw takes them as they are; the offset comes off once a block
+// with the activation block's own sum, and a min goes on once a block in floats.
+#include "interleaved.h"
+
+namespace arbitra::cpu {
+
+#ifdef ARBITRA_INTERLEAVED
+namespace {
+
+// The fifth bits of Q5_0 and Q5_1, in the interleaved layout; none for Q4_0 and Q4_1 (an empty
+// base takes no room).
+template <bool kFifth>
+struct FifthBits32 {
+  // fifth[r][i]: bit t is the fifth bit of row r's weight 4 t + i, bit 4 + t that of 16 + 4 t + i
+  uint8_t fifth[kRows][4];
+};
+template <>
+struct FifthBits32<false> {};
+
+// The mins of Q4_1 and Q5_1; none for Q4_0 and Q5_0.
+template <bool kMin>
+struct Mins {
+  ggml_half m[kRows];
+};
+template <>
+struct Mins<false> {};
+
+template <typename S, bool kFifth, bool kMin>
+struct Q45 {
+  using Source = S;
+  using Activation = Q8Block32;
+  // Without a min the weight is w - kOffset.
+  static constexpr int kOffset = kFifth ? 16 : 8;
+
+  struct Block : FifthBits32<kFifth>, Mins<kMin> {
+    ggml_half d[kRows];
+    // qs[t][r][i]: row r's weight 4 t + i (low nibble) and 16 + 4 t + i (high nibble), llama.cpp's
+    // own pairing, 4 bytes of a row at a time
+    uint8_t qs[4][kRows][4];
+  };
+
+  static void pack(Block* out, const Source* const* rows) {
+    std::memset(out, 0, sizeof(*out));
+    for (int r = 0; r < kRows; r++) {
+      const Source& x = *rows[r];
+      out->d[r] = x.d;
+      if constexpr (kMin) out->m[r] = x.m;
+      for (int t = 0; t < 4; t++) std::memcpy(out->qs[t][r], x.qs + 4 * t, 4);
+      if constexpr (kFifth) {
+        uint32_t qh;
+        std::memcpy(&qh, x.qh, sizeof(qh));
+        for (int t = 0; t < 4; t++) {
+          for (int i = 0; i < 4; i++) {
+            const int lo = 4 * t + i;
+            out->fifth[r][i] |= static_cast<uint8_t>((((qh >> lo) & 1) << t) | (((qh >> (lo + 16)) & 1) << (4 + t)));
+          }
+        }
+      }
+    }
+  }
+
+  // out[a][0..7] = the 8 rows of w (nb blocks) times activation row y[a], for a < NR. Every row a
+  // runs the same instructions on its own registers whatever NR is.
+  template <int NR>
+  static void product(int nb, float* const* out, const Block* w, const block_q8_32* const* y) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+#ifndef ARBITRA_VNNI
+    const __m256i ones = _mm256_set1_epi16(1);
+#endif
+    __m256 acc[NR];
+    for (int a = 0; a < NR; a++) acc[a] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+      const Block& x = w[b];
+      __m256i lo[4], hi[4];
+      __m256i f = _mm256_setzero_si256();
+      if constexpr (kFifth) f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.fifth));
+      for (int t = 0; t < 4; t++) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs[t]));
+        lo[t] = _mm256_and_si256(v, m4);
+        hi[t] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if constexpr (kFifth) {
+          // bit t (4 + t) of each byte moved to bit 4, as Q5_K's (q4k_q5k_interleaved.cc)
+          lo[t] = _mm256_or_si256(lo[t], _mm256_slli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(1 << t))), 4 - t));
+          hi[t] = _mm256_or_si256(hi[t], _mm256_srli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(16 << t))), t));
+        }
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
+      __m256 m = _mm256_setzero_ps();
+      if constexpr (kMin) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.m)));
+      for (int a = 0; a < NR; a++) {
+        const block_q8_32& ya = y[a][b];
+#ifdef ARBITRA_VNNI
+        __m256i sums[2];
+        sub_block_dots(lo, hi, ya.qs, sums);
+        __m256i isum = _mm256_add_epi32(sums[0], sums[1]);
+#else
+        __m256i p[4];
+        pair_sums(lo, hi, ya.qs, p);
+        __m256i isum;
+        if constexpr (kFifth) {
+          // 4 products of at most 31 * 127 a 16-bit sum: it cannot saturate
+          isum = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(p[0], p[1]), ones), _mm256_madd_epi16(_mm256_add_epi16(p[2], p[3]), ones));
+        } else {
+          // 8 products of at most 15 * 127 a 16-bit sum: it cannot saturate
+          isum = _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(p[0], p[1]), _mm256_add_epi16(p[2], p[3])), ones);
+        }
+#endif
+        if constexpr (!kMin) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(kOffset * ya.sum));
+        const __m256 dy = _mm256_set1_ps(ya.d);
+        acc[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dy), acc[a]);
+        if constexpr (kMin) acc[a] = _mm256_fmadd_ps(m, _mm256_set1_ps(ya.s), acc[a]);
+      }
+    }
+    for (int a = 0; a < NR; a++) _mm256_storeu_ps(out[a], acc[a]);
+  }
+};
+
+}  // namespace
+
+const ggml::cpu::tensor_traits* q40_interleaved() {
+  static const InterleavedTraits<Q45<block_q4_0, false, false>> traits;
+  return &traits;
+}
+
+const ggml::cpu::tensor_traits* q41_interleaved() {
+  static const InterleavedTraits<Q45<block_q4_1, false, true>> traits;
+  return &traits;
+}
+
+const ggml::cpu::tensor_traits* q50_interleaved() {
+  static const InterleavedTraits<Q45<block_q5_0, true, false>> traits;
+  return &traits;
+}
+
+const ggml::cpu::tensor_traits* q51_interleaved() {
+  static const InterleavedTraits<Q45<block_q5_1, true, true>> traits;
+  return &traits;
+}
+#else
+const ggml::cpu::tensor_traits* q40_interleaved() { return nullptr; }
+const ggml::cpu::tensor_traits* q41_interleaved() { return nullptr; }
+const ggml::cpu::tensor_traits* q50_interleaved() { return nullptr; }
+const ggml::cpu::tensor_traits* q51_interleaved() { return nullptr; }
+#endif
+
+}  // namespace arbitra::cpu
