@@ -7,8 +7,8 @@
 # llama.cpp user builds it (GGML_NATIVE; run with ARBITRA_INT8_KERNELS=off, llama.cpp's own
 # kernels: hook.cc hands every weight back to them). On a synthetic model of the
 # default's shapes and weight types, then, for every variant this processor runs:
-#   1. arbitra-op-test --cpu-variant V: single ops bit for bit at every batch width, and the Q4_K,
-#      Q5_K and Q6_K products against the plain layout's;
+#   1. arbitra-op-test --cpu-variant V: single ops bit for bit at every batch width, and every
+#      quantized product of ours against the plain layout's;
 #   2. the scorer bench's determinism probe with exact kernels in both KV layouts (--quick);
 #   3. the scorer bench's cold prefill (512-token prefixes) with our products and with llama.cpp's
 #      (ARBITRA_INT8_KERNELS=off), between two rounds of native llama-bench pp512.
