@@ -68,13 +68,21 @@ inline void pair_sums(const __m256i* lo, const __m256i* hi, const int8_t* q, __m
   p[3] = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], broadcast4(q + 24)), _mm256_maddubs_epi16(hi[3], broadcast4(q + 28)));
 }
 
-#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__) || defined(ARBITRA_EMULATE_VNNI)
 #define ARBITRA_VNNI 1
 // With VNNI a row's sum over a sub-block goes straight to 32 bits, 4 products an instruction, with
 // no 16-bit step; its scale then takes one 32-bit multiply. The integer sums are the AVX2 path's,
 // exactly, so the products are the same bits on both.
 inline __m256i dot4(__m256i acc, __m256i u, __m256i s) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#if defined(ARBITRA_EMULATE_VNNI)
+  // vpdpbusd's exact sums in AVX2, for native/tests/vnni_test.cc on a processor without VNNI: the
+  // even and the odd bytes widened to 16 bits (u unsigned, s signed), each pair's products summed
+  // by vpmaddwd into 32 bits.
+  const __m256i low = _mm256_set1_epi16(0x00FF);
+  const __m256i even = _mm256_madd_epi16(_mm256_and_si256(u, low), _mm256_srai_epi16(_mm256_slli_epi16(s, 8), 8));
+  const __m256i odd = _mm256_madd_epi16(_mm256_srli_epi16(u, 8), _mm256_srai_epi16(s, 8));
+  return _mm256_add_epi32(acc, _mm256_add_epi32(even, odd));
+#elif defined(__AVX512VNNI__) && defined(__AVX512VL__)
   return _mm256_dpbusd_epi32(acc, u, s);
 #else
   return _mm256_dpbusd_avx_epi32(acc, u, s);

@@ -122,7 +122,11 @@ struct Q45 {
 };
 
 }  // namespace
+#endif  // ARBITRA_INTERLEAVED
 
+// native/tests/vnni_test.cc compiles the kernels alone, without the traits ggml's backend asks for.
+#ifndef ARBITRA_KERNELS_ONLY
+#ifdef ARBITRA_INTERLEAVED
 const ggml::cpu::tensor_traits* q40_interleaved() {
   static const InterleavedTraits<Q45<block_q4_0, false, false>> traits;
   return &traits;
@@ -148,5 +152,6 @@ const ggml::cpu::tensor_traits* q41_interleaved() { return nullptr; }
 const ggml::cpu::tensor_traits* q50_interleaved() { return nullptr; }
 const ggml::cpu::tensor_traits* q51_interleaved() { return nullptr; }
 #endif
+#endif  // ARBITRA_KERNELS_ONLY
 
 }  // namespace arbitra::cpu

@@ -193,7 +193,11 @@ struct Q45K {
 };
 
 }  // namespace
+#endif  // ARBITRA_INTERLEAVED
 
+// native/tests/vnni_test.cc compiles the kernels alone, without the traits ggml's backend asks for.
+#ifndef ARBITRA_KERNELS_ONLY
+#ifdef ARBITRA_INTERLEAVED
 const ggml::cpu::tensor_traits* q4k_interleaved() {
   static const InterleavedTraits<Q45K<block_q4_K, false>> traits;
   return &traits;
@@ -207,5 +211,6 @@ const ggml::cpu::tensor_traits* q5k_interleaved() {
 const ggml::cpu::tensor_traits* q4k_interleaved() { return nullptr; }
 const ggml::cpu::tensor_traits* q5k_interleaved() { return nullptr; }
 #endif
+#endif  // ARBITRA_KERNELS_ONLY
 
 }  // namespace arbitra::cpu

@@ -122,7 +122,11 @@ struct Q6K {
 };
 
 }  // namespace
+#endif  // ARBITRA_INTERLEAVED
 
+// native/tests/vnni_test.cc compiles the kernels alone, without the traits ggml's backend asks for.
+#ifndef ARBITRA_KERNELS_ONLY
+#ifdef ARBITRA_INTERLEAVED
 const ggml::cpu::tensor_traits* q6k_interleaved() {
   static const InterleavedTraits<Q6K> traits;
   return &traits;
@@ -130,5 +134,6 @@ const ggml::cpu::tensor_traits* q6k_interleaved() {
 #else
 const ggml::cpu::tensor_traits* q6k_interleaved() { return nullptr; }
 #endif
+#endif  // ARBITRA_KERNELS_ONLY
 
 }  // namespace arbitra::cpu

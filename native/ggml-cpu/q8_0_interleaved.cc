@@ -79,7 +79,11 @@ struct Q80 {
 };
 
 }  // namespace
+#endif  // ARBITRA_INTERLEAVED
 
+// native/tests/vnni_test.cc compiles the kernels alone, without the traits ggml's backend asks for.
+#ifndef ARBITRA_KERNELS_ONLY
+#ifdef ARBITRA_INTERLEAVED
 const ggml::cpu::tensor_traits* q80_interleaved() {
   static const InterleavedTraits<Q80> traits;
   return &traits;
@@ -87,5 +91,6 @@ const ggml::cpu::tensor_traits* q80_interleaved() {
 #else
 const ggml::cpu::tensor_traits* q80_interleaved() { return nullptr; }
 #endif
+#endif  // ARBITRA_KERNELS_ONLY
 
 }  // namespace arbitra::cpu
