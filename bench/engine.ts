@@ -6,7 +6,7 @@
 // the defaults (the shared pool), at 256 sequences and in the copied layout. llama-bench runs twice
 // over: built with the addon's portable flags, and natively as llama.cpp builds by default. The
 // defaults also run once per CPU variant this processor executes, each in a process of its own
-// (a process loads one variant), with our Q4_K, Q5_K and Q6_K products and with llama.cpp's. Writes
+// (a process loads one variant), with our quantized products and with llama.cpp's. Writes
 // bench/out/engine.json and the engine section of bench/RESULTS.md.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -210,7 +210,7 @@ async function runEngine(name: string, options: Partial<EngineOptions>): Promise
 
 interface VariantRun {
   variant: string;
-  /** Whose Q4_K, Q5_K and Q6_K products the child ran, as its engine reports them: ours (native/ggml-cpu) or llama.cpp's. */
+  /** Whose quantized products the child ran, as its engine reports them: ours (native/ggml-cpu) or llama.cpp's. */
   products: CpuProducts;
   cold: Measured;
   warm: Measured;
@@ -366,7 +366,7 @@ async function main(): Promise<void> {
     row(cold),
     row(warm),
     '',
-    `By CPU variant and whose Q4_K, Q5_K and Q6_K products (the defaults, each in a process of its own, between the two reference rounds; ours: native/ggml-cpu, llama.cpp's: \`ARBITRA_INT8_KERNELS=off\`; goals of issue 53: cold useful tok/s at least 1.5× native llama-bench and 2× the portable one):`,
+    `By CPU variant and whose quantized products (the defaults, each in a process of its own, between the two reference rounds; ours: native/ggml-cpu, llama.cpp's: \`ARBITRA_INT8_KERNELS=off\`; goals of issue 53: cold useful tok/s at least 1.5× native llama-bench and 2× the portable one):`,
     '',
     '| CPU variant | products | cold median ms | cold useful tok/s | ÷ llama-bench portable | ÷ llama-bench native | warm median ms | warm useful tok/s |',
     '|---|---|---|---|---|---|---|---|',
