@@ -40,6 +40,13 @@ const maxSteps = (process.env.BENCH_MAX_STEP_MS ?? '').split(',').filter(Boolean
 // BENCH_NATIVE_BASELINE=0 leaves out the natively built llama-server: the device call, whose
 // llama-server is built for the GPU in its own tree, where GGML_NATIVE changes only host code.
 const withNative = process.env.BENCH_NATIVE_BASELINE !== '0';
+// BENCH_WORKLOADS=b measures one workload alone: (a) takes llama-server about half a minute a
+// decision on 2 cores, so a cell of it at concurrency 8 alone takes half an hour there.
+const workloads = (process.env.BENCH_WORKLOADS ?? WORKLOAD_NAMES.join(',')).split(',') as Workload[];
+if (workloads.length === 0 || workloads.some((w) => !WORKLOAD_NAMES.includes(w))) {
+  console.error(`bench:api: BENCH_WORKLOADS takes a comma-separated list of ${WORKLOAD_NAMES.join(', ')}`);
+  process.exit(2);
+}
 const log = (msg: string): void => void process.stdout.write(`[bench:api] ${msg}\n`);
 const rel = (command: string): string =>
   command
@@ -215,7 +222,7 @@ async function main(): Promise<void> {
   const memory: Record<string, { residentMiB: number; kvInUseMiB: number | null }> = {};
   const loads = [os.loadavg()[0]!];
   try {
-    for (const w of WORKLOAD_NAMES) {
+    for (const w of workloads) {
       // The first requests pay one-off costs (connections, graph allocation) that no cell should.
       for (const side of sides) await runRound(() => side.decide(w), { concurrency: 2, seconds: 0, minPerClient: 2 });
       for (const b of baselines) b.forgetTokens(w);
@@ -254,7 +261,7 @@ async function main(): Promise<void> {
 
   loads.push(os.loadavg()[0]!);
   const tokens = Object.fromEntries(
-    WORKLOAD_NAMES.map((w) => [
+    workloads.map((w) => [
       w,
       {
         oursCold: prompts[w].evaluatedTokens,
@@ -263,13 +270,13 @@ async function main(): Promise<void> {
         nativeBaseline: nativeBaseline ? Math.round(nativeBaseline.tokensPerDecision(w)) : null,
       },
     ]),
-  ) as Record<Workload, { oursCold: number; ours: number; baseline: number; nativeBaseline: number | null }>;
+  ) as Partial<Record<Workload, { oursCold: number; ours: number; baseline: number; nativeBaseline: number | null }>>;
   // Raw prompt tokens/s: tokens a side runs through the model per decision times its decisions/s.
   const tokensPerSecond = (r: Row, side: Side): number =>
     r.results[side.name]!.perSecond *
-    (side === baseline ? tokens[r.workload].baseline : side === nativeBaseline ? tokens[r.workload].nativeBaseline! : tokens[r.workload].ours);
+    (side === baseline ? tokens[r.workload]!.baseline : side === nativeBaseline ? tokens[r.workload]!.nativeBaseline! : tokens[r.workload]!.ours);
   const command = [
-    ...['BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS', 'BENCH_MAX_STEP_MS', 'BENCH_NATIVE_BASELINE'].flatMap((k) =>
+    ...['BENCH_WORKLOADS', 'BENCH_CONCURRENCY', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_THREADS', 'BENCH_MAX_STEP_MS', 'BENCH_NATIVE_BASELINE'].flatMap((k) =>
       process.env[k] ? [`${k}=${process.env[k]}`] : [],
     ),
     'npm run bench:api',
@@ -296,6 +303,19 @@ async function main(): Promise<void> {
   writeRawResult('api', out);
 
   const x = (ratio: number): string => `${ratio.toFixed(2)}×`;
+  const { a, b } = tokens;
+  const reading = [
+    ...(a
+      ? [
+          `- (a): ours evaluates what differs of the state once per decision and the ${prompts.a.prompts.length} question × pass suffixes after it, ${a.ours} tokens (${a.oursCold} on a cold engine); llama-server evaluates each of the ${prompts.a.prompts.length} prompts in its own slot, ${a.baseline} tokens per decision by its own \`timings.prompt_n\`. That is ${x(a.baseline / a.ours)} fewer tokens: the most that sharing alone gives, reached when both evaluate tokens equally fast.`,
+        ]
+      : ['- (a): not measured in this run (BENCH_WORKLOADS).']),
+    ...(b
+      ? [
+          `- (b): one question: ours evaluates ${b.ours} tokens per decision (${b.oursCold} cold), llama-server ${b.baseline}; with equal token counts the ratio is our raw prompt throughput against llama-server's, HTTP, decision layer and engine process hop included.`,
+        ]
+      : ['- (b): not measured in this run (BENCH_WORKLOADS).']),
+  ];
   const header = [
     'workload',
     'concurrency',
@@ -361,8 +381,7 @@ ${sides.map((s) => `- ${s.name}: resident ${Math.round(memory[s.name]?.residentM
 Reading the table (prompt tok/s: the tokens a side runs through the model per decision, below, times its decisions/s):
 - Issue 19's goals, ours ÷ llama-server:
 ${goals.join('\n')}
-- (a): ours evaluates what differs of the state once per decision and the ${prompts.a.prompts.length} question × pass suffixes after it, ${tokens.a.ours} tokens (${tokens.a.oursCold} on a cold engine); llama-server evaluates each of the ${prompts.a.prompts.length} prompts in its own slot, ${tokens.a.baseline} tokens per decision by its own \`timings.prompt_n\`. That is ${x(tokens.a.baseline / tokens.a.ours)} fewer tokens: the most that sharing alone gives, reached when both evaluate tokens equally fast.
-- (b): one question: ours evaluates ${tokens.b.ours} tokens per decision (${tokens.b.oursCold} cold), llama-server ${tokens.b.baseline}; with equal token counts the ratio is our raw prompt throughput against llama-server's, HTTP, decision layer and engine process hop included.
+${reading.join('\n')}
 - The price of the exact kernels at the API: exact ÷ fast decisions/s from ${x(Math.min(...exactOverFast))} to ${x(Math.max(...exactOverFast))} over the cells (batch-invariant tiled attention and padded GEMM against llama.cpp's shape-chosen kernels).
 - ${failures.length > 0 ? `Failed decisions: ${failures.join('; ')}.` : 'No request failed.'}
 `,
