@@ -1,7 +1,7 @@
 // Matrix products of quantized weights whose rows are interleaved 8 at a time, for ggml's CPU
 // backend: what every weight type's kernel shares (native/ggml-cpu/q*_interleaved.cc). The K-quants
 // (Q4_K, Q5_K, Q6_K) take activations in q8_K, blocks of 256; the types of 32-weight blocks (Q4_0,
-// Q4_1, Q5_0, Q8_0) in q8_0's blocks of 32, with each block's sum beside it. Compiled
+// Q4_1, Q5_0, Q5_1, Q8_0) in q8_0's blocks of 32, with each block's sum beside it. Compiled
 // into each CPU backend of the build with its instruction flags (cmake/arbitra-kernels.cmake) and
 // found by repack.cpp through a weak hook (native/patches/ggml-cpu-int8-hook.patch, hook.cc).
 //
