@@ -68,6 +68,28 @@ inline void pair_sums(const __m256i* lo, const __m256i* hi, const int8_t* q, __m
   p[3] = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], broadcast4(q + 24)), _mm256_maddubs_epi16(hi[3], broadcast4(q + 28)));
 }
 
+// The 8 rows' 32 weights of 4 bits, qs[t][r][i]: row r's weight 4 t + i in the low nibble and
+// 16 + 4 t + i in the high one. Into lo (weights 0-15) and hi (16-31), as pair_sums takes them.
+inline void unpack_nibbles(const uint8_t (*qs)[kRows][4], __m256i* lo, __m256i* hi) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int t = 0; t < 4; t++) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs[t]));
+    lo[t] = _mm256_and_si256(v, m4);
+    hi[t] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  }
+}
+
+// Their fifth bits, fifth[r][i]: bit t is that of row r's weight 4 t + i, bit 4 + t that of
+// 16 + 4 t + i; each moved to bit 4 of its byte in lo and hi. The mask keeps one bit a byte, so a
+// shift of the 16-bit lanes moves no bit across bytes.
+inline void add_fifth_bits(const uint8_t (*fifth)[4], __m256i* lo, __m256i* hi) {
+  const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(fifth));
+  for (int t = 0; t < 4; t++) {
+    lo[t] = _mm256_or_si256(lo[t], _mm256_slli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(1 << t))), 4 - t));
+    hi[t] = _mm256_or_si256(hi[t], _mm256_srli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(16 << t))), t));
+  }
+}
+
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__) || defined(ARBITRA_EMULATE_VNNI)
 #define ARBITRA_VNNI 1
 // With VNNI a row's sum over a sub-block goes straight to 32 bits, 4 products an instruction, with
@@ -102,6 +124,14 @@ inline void sub_block_dots(const __m256i* lo, const __m256i* hi, const int8_t* q
 }
 #endif
 
+// The largest of v's 8 lanes.
+inline float largest_lane(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
 // An activation row of k floats to q8_K, the same bytes as ggml's quantize_row_q8_K_ref, which the
 // x86 CPU backend runs scalar. The scale is the value of largest magnitude, the first of equals;
 // each value is rounded half to even as the reference's float trick rounds it (vcvtps2dq), and a
@@ -111,10 +141,7 @@ inline void quantize_q8_K(const float* x, block_q8_K* y, int64_t k) {
   for (int64_t b = 0; b < k / QK_K; b++, x += QK_K) {
     __m256 amax = _mm256_setzero_ps();
     for (int i = 0; i < QK_K; i += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float top = _mm_cvtss_f32(m);
+    const float top = largest_lane(amax);
     block_q8_K& out = y[b];
     if (top == 0.0f) {
       out.d = 0;
@@ -178,10 +205,7 @@ inline void quantize_q8_32(const float* x, block_q8_32* y, int64_t k) {
       v[u] = _mm256_loadu_ps(x + 8 * u);
       amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[u]));
     }
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const float d = largest_lane(amax) / 127.0f;
     const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
     __m256i q[4];
     for (int u = 0; u < 4; u++) q[u] = _mm256_cvtps_epi32(_mm256_mul_ps(v[u], id));
@@ -211,6 +235,19 @@ struct Q8Block32 {
   static void quantize(const float* x, Block* y, int64_t k) { quantize_q8_32(x, y, k); }
 };
 
+// `groups` groups of 8 rows of `nb` ggml blocks each, from `src`, into the interleaved layout at
+// `dst`: the repack at load (and native/tests/vnni_test.cc's, on rows of its own).
+template <typename Kernel>
+void pack_rows(typename Kernel::Block* dst, const typename Kernel::Source* src, int64_t groups, int64_t nb) {
+  for (int64_t g = 0; g < groups; g++) {
+    for (int64_t b = 0; b < nb; b++) {
+      const typename Kernel::Source* rows[kRows];
+      for (int r = 0; r < kRows; r++) rows[r] = src + (g * kRows + r) * nb + b;
+      Kernel::pack(dst + g * nb + b, rows);
+    }
+  }
+}
+
 // A weight type's kernel: `Source` the ggml block, `Block` the 8 rows' interleaved block (the size
 // of the 8 it replaces, so the repacked tensor fits the allocation llama.cpp sized for the
 // original), `Activation` the format of the activation rows (Q8K or Q8Block32), `pack` the layout,
@@ -237,16 +274,7 @@ class InterleavedTraits : public ggml::cpu::repack::tensor_traits_base {
 
   int repack(ggml_tensor* t, const void* data, size_t data_size) override {
     GGML_ASSERT(data_size == ggml_nbytes(t));
-    const int64_t nb = t->ne[0] / kWeights;
-    const auto* src = static_cast<const typename Kernel::Source*>(data);
-    auto* dst = static_cast<typename Kernel::Block*>(t->data);
-    for (int64_t g = 0; g < t->ne[1] / kRows; g++) {
-      for (int64_t b = 0; b < nb; b++) {
-        const typename Kernel::Source* rows[kRows];
-        for (int r = 0; r < kRows; r++) rows[r] = src + (g * kRows + r) * nb + b;
-        Kernel::pack(dst + g * nb + b, rows);
-      }
-    }
+    pack_rows<Kernel>(static_cast<typename Kernel::Block*>(t->data), static_cast<const typename Kernel::Source*>(data), t->ne[1] / kRows, t->ne[0] / kWeights);
     return 0;
   }
 

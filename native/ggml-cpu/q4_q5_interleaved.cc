@@ -69,7 +69,6 @@ struct Q45 {
   // runs the same instructions on its own registers whatever NR is.
   template <int NR>
   static void product(int nb, float* const* out, const Block* w, const block_q8_32* const* y) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
 #ifndef ARBITRA_VNNI
     const __m256i ones = _mm256_set1_epi16(1);
 #endif
@@ -78,18 +77,8 @@ struct Q45 {
     for (int b = 0; b < nb; b++) {
       const Block& x = w[b];
       __m256i lo[4], hi[4];
-      __m256i f = _mm256_setzero_si256();
-      if constexpr (kFifth) f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.fifth));
-      for (int t = 0; t < 4; t++) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs[t]));
-        lo[t] = _mm256_and_si256(v, m4);
-        hi[t] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if constexpr (kFifth) {
-          // bit t (4 + t) of each byte moved to bit 4, as Q5_K's (q4k_q5k_interleaved.cc)
-          lo[t] = _mm256_or_si256(lo[t], _mm256_slli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(1 << t))), 4 - t));
-          hi[t] = _mm256_or_si256(hi[t], _mm256_srli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(16 << t))), t));
-        }
-      }
+      unpack_nibbles(x.qs, lo, hi);
+      if constexpr (kFifth) add_fifth_bits(x.fifth, lo, hi);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
       __m256 m = _mm256_setzero_ps();
       if constexpr (kMin) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.m)));

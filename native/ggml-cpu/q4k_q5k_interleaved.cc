@@ -109,7 +109,6 @@ struct Q45K {
   // row a runs the same instructions on its own registers whatever NR is.
   template <int NR>
   static void product(int nb, float* const* out, const Block* w, const block_q8_K* const* y) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[NR], acc_min[NR];
     for (int a = 0; a < NR; a++) {
       acc[a] = _mm256_setzero_ps();
@@ -147,19 +146,8 @@ struct Q45K {
         const __m256i scale = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
 #endif
         __m256i lo[4], hi[4];
-        __m256i f = _mm256_setzero_si256();
-        if constexpr (kFifth) f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.fifth[j]));
-        for (int t = 0; t < 4; t++) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs[j][t]));
-          lo[t] = _mm256_and_si256(v, m4);
-          hi[t] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-          if constexpr (kFifth) {
-            // bit t (4 + t) of each byte moved to bit 4: the mask keeps one bit a byte, so a shift of
-            // the 16-bit lanes moves no bit across bytes
-            lo[t] = _mm256_or_si256(lo[t], _mm256_slli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(1 << t))), 4 - t));
-            hi[t] = _mm256_or_si256(hi[t], _mm256_srli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(16 << t))), t));
-          }
-        }
+        unpack_nibbles(x.qs[j], lo, hi);
+        if constexpr (kFifth) add_fifth_bits(x.fifth[j], lo, hi);
         for (int a = 0; a < NR; a++) {
 #ifdef ARBITRA_VNNI
           __m256i sums[2];

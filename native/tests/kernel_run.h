@@ -18,21 +18,14 @@ namespace {
 
 using namespace arbitra::cpu;
 
-// `rows` weight rows of `k` (ggml's blocks of Kernel::Source) packed as the repack packs them, times
+// `rows` weight rows of `k` (ggml's blocks of Kernel::Source) packed by the repack's own pack_rows, times
 // each of `width` activation rows of `x`, NR rows a call: width × rows products, row-major.
 template <typename Kernel, int NR>
 std::vector<float> run(const void* weights, int64_t rows, int64_t k, const float* x, int64_t width) {
   using Activation = typename Kernel::Activation;
   const int64_t nb = k / Activation::kWeights;
-  const auto* src = static_cast<const typename Kernel::Source*>(weights);
   std::vector<typename Kernel::Block> packed(static_cast<size_t>(rows / kRows * nb));
-  for (int64_t g = 0; g < rows / kRows; g++) {
-    for (int64_t b = 0; b < nb; b++) {
-      const typename Kernel::Source* group[kRows];
-      for (int r = 0; r < kRows; r++) group[r] = src + (g * kRows + r) * nb + b;
-      Kernel::pack(&packed[static_cast<size_t>(g * nb + b)], group);
-    }
-  }
+  pack_rows<Kernel>(packed.data(), static_cast<const typename Kernel::Source*>(weights), rows / kRows, nb);
   std::vector<typename Activation::Block> q(static_cast<size_t>(width * nb));
   for (int64_t i = 0; i < width; i++) Activation::quantize(x + i * k, &q[static_cast<size_t>(i * nb)], k);
   std::vector<float> out(static_cast<size_t>(width * rows));
