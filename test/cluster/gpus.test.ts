@@ -54,7 +54,8 @@ if (cannotRun) {
     const engines = enginesByDevice(server.pid);
     t.same([...engines.keys()].sort(), ['0', '1'], 'CUDA_VISIBLE_DEVICES=0 and =1');
     t.match(server.log(), /^arbitra listening on .*, 2 engines, 2 workers/m, 'the listening line counts the engines');
-    t.match(server.log(), /this build has no GPU backend: --gpus 0,1 runs 2 engines on the CPU/, 'and says where they run');
+    const where = /this build has no GPU backend: --gpus 0,1 runs 2 engines on the CPU/;
+    t.match(await server.logged(where), where, 'and says where they run');
     const health = await server.call('/health');
     t.equal(health.status, 200);
     // The suite's servers skip the determinism check (test/integration/helpers/server.ts): not checked is

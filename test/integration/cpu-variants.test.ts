@@ -43,14 +43,11 @@ if (cannotRun) {
       t.same(again.json.answers, reply.json.answers, 'the same bits on the same variant');
       const metrics = (await server.call('/metrics')).text;
       t.equal(metricValue(metrics, 'arbitra_engine_cpu_variant', { engine: '0', variant: name }), 1, '/metrics');
-      t.match(
-        server.log(),
-        new RegExp(
-          `path: exact kernels, .*CPU variant ${name} \\(of ${runnable.join(', ')} on this processor\\), the engine's own int8 products on the CPU$`,
-          'm',
-        ),
-        'the start-up line',
+      const said = new RegExp(
+        `path: exact kernels, .*CPU variant ${name} \\(of ${runnable.join(', ')} on this processor\\), the engine's own int8 products on the CPU$`,
+        'm',
       );
+      t.match(await server.logged(said), said, 'the start-up line');
       answers.set(name, [reply.json.answers.late.noul, ...Object.values(reply.json.answers.tone.probabilities as Record<string, number>)]);
     });
   }
@@ -59,7 +56,8 @@ if (cannotRun) {
     const server = await startServer(t.testdir(), { workers: 1, env: { ARBITRA_INT8_KERNELS: 'off', ARBITRA_DETERMINISM_CHECK: 'off' } });
     t.teardown(() => server.stop());
     t.match((await server.call('/health')).json.engines, [{ path: { cpu_products: 'llama.cpp' } }], '/health');
-    t.match(server.log(), /^.*path: exact kernels, .*, llama\.cpp's int8 products on the CPU$/m, 'the start-up line');
+    const said = /^.*path: exact kernels, .*, llama\.cpp's int8 products on the CPU$/m;
+    t.match(await server.logged(said), said, 'the start-up line');
   });
 
   t.test('a variant the build does not carry: the server does not start, and says which it does', async (t) => {

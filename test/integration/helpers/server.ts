@@ -87,6 +87,11 @@ export interface Server {
   console(email: string): Record<string, string>;
   /** Everything the server wrote to stderr so far. */
   log(): string;
+  /**
+   * The log once it matches `pattern`, or as it stands after `ms`. Lines that follow the listening
+   * line (the engine's path, its check, a warning) reach this process in their own time.
+   */
+  logged(pattern: RegExp, ms?: number): Promise<string>;
   /** SIGKILL to the whole process group (primary, workers, engine); resolves once it is gone. */
   kill9(): Promise<void>;
   /** SIGTERM, then SIGKILL after a grace period. Idempotent. */
@@ -233,6 +238,10 @@ export async function startServer(dir: string, opts: StartOptions = {}): Promise
       if (r.code !== 0) throw new Error(`keys revoke failed: ${r.stderr}`);
     },
     log: () => log,
+    async logged(pattern, ms = 15_000) {
+      for (const end = Date.now() + ms; !pattern.test(log) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 100));
+      return log;
+    },
     console: (email) => ({ 'x-arbitra-console-token': opts.consoleToken ?? CONSOLE_TOKEN, 'x-arbitra-user-email': email }),
     async kill9() {
       if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
