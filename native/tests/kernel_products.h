@@ -1,5 +1,6 @@
-// The CPU products' kernels as two translation units of vnni_test.cc compile them: AVX2's path
-// (vnni_test.cc) and VNNI's, its vpdpbusd emulated exactly in AVX2 (vnni_test_emulated.cc).
+// The CPU products' kernels as the translation units of vnni_test.cc compile them: AVX2's path
+// (vnni_test.cc), and VNNI's with vpdpbusd emulated exactly in AVX2 (vnni_test_emulated.cc) and
+// with AVX-512 VNNI's own (vnni_test_hardware.cc).
 #pragma once
 
 #include <cstdint>
@@ -24,5 +25,8 @@ struct KernelCase {
 // kernels do not take.
 std::vector<float> avx2_products(const KernelCase& c, int nr);
 std::vector<float> vnni_products(const KernelCase& c, int nr);
+// Compiled with AVX-512 VNNI: call only where has_avx512_vnni().
+std::vector<float> hardware_vnni_products(const KernelCase& c, int nr);
+bool has_avx512_vnni();
 
 }  // namespace arbitra::testing
