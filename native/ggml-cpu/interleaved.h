@@ -16,7 +16,9 @@
 // AVX's, one vpdpbusd, which sums to 32 bits at once), and each activation row takes the same
 // instructions whether 1, 4 or 8 are done together: a row's result is the same bits in a batch of any
 // width, at any place in it and on any thread count, by construction. The integer sums are exact;
-// the float steps per output are the same for every row in every grouping.
+// the float steps per output are the same for every row in every grouping. With AVX-512 VNNI the
+// K-quants' rows are interleaved 8 bytes at a time instead, for 64-byte registers (pair_byte):
+// other instructions, the same integer sums, the same bits.
 #pragma once
 
 #include <algorithm>
@@ -31,6 +33,11 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #define ARBITRA_INTERLEAVED 1
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+// The K-quants' kernels take 64 bytes a register, 4 vpdpbusd a sub-block and activation row
+// where AVX2 and 256-bit VNNI take 8 (the weights in pairs, below).
+#define ARBITRA_AVX512 1
+#endif
 #endif
 
 namespace arbitra::cpu {
@@ -68,21 +75,34 @@ inline void pair_sums(const __m256i* lo, const __m256i* hi, const int8_t* q, __m
   p[3] = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], broadcast4(q + 24)), _mm256_maddubs_epi16(hi[3], broadcast4(q + 28)));
 }
 
-// The 8 rows' 32 weights of 4 bits, qs[t][r][i]: row r's weight 4 t + i in the low nibble and
+// Where a sub-block's byte for row r and weights 4 t + i and 16 + 4 t + i (t < 4, i < 4) lies in
+// its 128 bytes: in quads, [t][r][i], a register of 32 bytes for each t (what vpmaddubsw and the
+// 256-bit vpdpbusd take); in pairs, [t / 2][r][t % 2][i], a register of 64 bytes for each two t,
+// where row r's 8 bytes meet 8 activation bytes broadcast (the 512-bit vpdpbusd's order).
+constexpr int quad_byte(int t, int r, int i) { return 32 * t + 4 * r + i; }
+constexpr int pair_byte(int t, int r, int i) { return 64 * (t / 2) + 8 * r + 4 * (t % 2) + i; }
+// The K-quants' order: pairs where their kernels take 64 bytes a register.
+#ifdef ARBITRA_AVX512
+constexpr int kquant_byte(int t, int r, int i) { return pair_byte(t, r, i); }
+#else
+constexpr int kquant_byte(int t, int r, int i) { return quad_byte(t, r, i); }
+#endif
+
+// The 8 rows' 32 weights of 4 bits in quads: row r's weight 4 t + i in the low nibble and
 // 16 + 4 t + i in the high one. Into lo (weights 0-15) and hi (16-31), as pair_sums takes them.
-inline void unpack_nibbles(const uint8_t (*qs)[kRows][4], __m256i* lo, __m256i* hi) {
+inline void unpack_nibbles(const uint8_t* qs, __m256i* lo, __m256i* hi) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int t = 0; t < 4; t++) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs[t]));
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + quad_byte(t, 0, 0)));
     lo[t] = _mm256_and_si256(v, m4);
     hi[t] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
   }
 }
 
-// Their fifth bits, fifth[r][i]: bit t is that of row r's weight 4 t + i, bit 4 + t that of
+// Their fifth bits, fifth[4 r + i]: bit t is that of row r's weight 4 t + i, bit 4 + t that of
 // 16 + 4 t + i; each moved to bit 4 of its byte in lo and hi. The mask keeps one bit a byte, so a
 // shift of the 16-bit lanes moves no bit across bytes.
-inline void add_fifth_bits(const uint8_t (*fifth)[4], __m256i* lo, __m256i* hi) {
+inline void add_fifth_bits(const uint8_t* fifth, __m256i* lo, __m256i* hi) {
   const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(fifth));
   for (int t = 0; t < 4; t++) {
     lo[t] = _mm256_or_si256(lo[t], _mm256_slli_epi16(_mm256_and_si256(f, _mm256_set1_epi8(static_cast<char>(1 << t))), 4 - t));
@@ -121,6 +141,49 @@ inline void sub_block_dots(const __m256i* lo, const __m256i* hi, const int8_t* q
   }
   sums[0] = l;
   sums[1] = h;
+}
+#endif
+
+#ifdef ARBITRA_AVX512
+// With AVX-512 VNNI a sub-block's 8 rows take 4 vpdpbusd of 64 bytes an activation row, not 8 of
+// 32: its weights in pairs (pair_byte), row r's sums in 32-bit lanes 2 r and 2 r + 1 until
+// fold_pairs adds them. The integer sums are the other paths', exactly, so the products are the
+// same bits.
+
+// An activation row's 8 bytes at p in every 64-bit lane: each row's two lanes get 4 of them.
+inline __m512i broadcast8(const void* p) {
+  int64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi64(v);
+}
+
+// The 8 rows' 32 weights of 4 bits in pairs: pairs of t in lo[t / 2] (weights 0-15) and
+// hi[t / 2] (16-31).
+inline void unpack_nibble_pairs(const uint8_t* qs, __m512i* lo, __m512i* hi) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int h = 0; h < 2; h++) {
+    const __m512i v = _mm512_loadu_si512(qs + pair_byte(2 * h, 0, 0));
+    lo[h] = _mm512_and_si512(v, m4);
+    hi[h] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+}
+
+// An activation row's 32 bytes q of a sub-block against its 8 rows' weights in pairs: each row's
+// sum over the sub-block, in its two lanes (fold_pairs adds them).
+inline __m512i sub_block_pair_dots(const __m512i* lo, const __m512i* hi, const int8_t* q) {
+  __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[0], broadcast8(q));
+  d = _mm512_dpbusd_epi32(d, lo[1], broadcast8(q + 8));
+  d = _mm512_dpbusd_epi32(d, hi[0], broadcast8(q + 16));
+  return _mm512_dpbusd_epi32(d, hi[1], broadcast8(q + 24));
+}
+
+// Each row's two lanes added, the 8 rows' sums in order.
+inline __m256i fold_pairs(__m512i v) { return _mm512_cvtepi64_epi32(_mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB))); }
+
+// 8 bytes at p, one a row, each twice: for both of its row's lanes, once widened to 32 bits.
+inline __m128i pair_bytes(const void* p) {
+  const __m128i b = _mm_loadl_epi64(static_cast<const __m128i*>(p));
+  return _mm_unpacklo_epi8(b, b);
 }
 #endif
 

@@ -77,8 +77,8 @@ struct Q45 {
     for (int b = 0; b < nb; b++) {
       const Block& x = w[b];
       __m256i lo[4], hi[4];
-      unpack_nibbles(x.qs, lo, hi);
-      if constexpr (kFifth) add_fifth_bits(x.fifth, lo, hi);
+      unpack_nibbles(x.qs[0][0], lo, hi);
+      if constexpr (kFifth) add_fifth_bits(x.fifth[0], lo, hi);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
       __m256 m = _mm256_setzero_ps();
       if constexpr (kMin) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.m)));

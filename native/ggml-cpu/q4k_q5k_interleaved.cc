@@ -13,12 +13,24 @@ namespace {
 // The fifth bits of Q5_K, in the interleaved layout; none for Q4_K (an empty base takes no room).
 template <bool kFifth>
 struct FifthBits {
-  // fifth[j][r][i]: bit t is the fifth bit of row r's weight 32 j + 4 t + i, bit 4 + t that of
-  // 32 j + 16 + 4 t + i
-  uint8_t fifth[8][kRows][4];
+  // fifth[j]: sub-block j's fifth bits, 32 bytes (set_fifth_bit, and the kernels that read them)
+  uint8_t fifth[8][32];
 };
 template <>
 struct FifthBits<false> {};
+
+// Marks the fifth bit of row r's weight 4 t + i of a sub-block (hi: of 16 + 4 t + i) in its 32
+// bytes f. In quads, byte 4 r + i, bit t (hi: 4 + t). In pairs, as unpack_weights reads them: the
+// byte of 64 that the weight's nibble takes in its register, n = 8 r + 4 (t % 2) + i, is nibble
+// n / 32 of byte n % 32, and the weight is its bit t / 2 (hi: 2 + t / 2).
+inline void set_fifth_bit(uint8_t* f, int t, int r, int i, bool hi) {
+#ifdef ARBITRA_AVX512
+  const int n = 8 * r + 4 * (t % 2) + i;
+  f[n % 32] |= static_cast<uint8_t>(1 << ((hi ? 2 : 0) + t / 2 + 4 * (n / 32)));
+#else
+  f[4 * r + i] |= static_cast<uint8_t>(1 << ((hi ? 4 : 0) + t));
+#endif
+}
 
 template <typename S, bool kFifth>
 struct Q45K {
@@ -34,9 +46,9 @@ struct Q45K {
     // register operations per super-block (unpack_scales).
     uint8_t low[64];
     uint8_t high[32];
-    // qs[j][t][r][i]: the low 4 bits of row r's weight 32 j + 4 t + i (low nibble) and of
-    // 32 j + 16 + 4 t + i (high nibble)
-    uint8_t qs[8][4][kRows][4];
+    // qs[j][kquant_byte(t, r, i)]: the low 4 bits of row r's weight 32 j + 4 t + i (low nibble)
+    // and of 32 j + 16 + 4 t + i (high nibble)
+    uint8_t qs[8][128];
   };
 
   static void scale_min(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
@@ -78,8 +90,11 @@ struct Q45K {
         for (int t = 0; t < 4; t++) {
           for (int i = 0; i < 4; i++) {
             const uint8_t lo = w[32 * j + 4 * t + i], hi = w[32 * j + 16 + 4 * t + i];
-            out->qs[j][t][r][i] = (lo & 0xF) | ((hi & 0xF) << 4);
-            if constexpr (kFifth) out->fifth[j][r][i] |= ((lo >> 4) << t) | ((hi >> 4) << (4 + t));
+            out->qs[j][kquant_byte(t, r, i)] = (lo & 0xF) | ((hi & 0xF) << 4);
+            if constexpr (kFifth) {
+              if (lo >> 4) set_fifth_bit(out->fifth[j], t, r, i, false);
+              if (hi >> 4) set_fifth_bit(out->fifth[j], t, r, i, true);
+            }
           }
         }
       }
@@ -105,6 +120,43 @@ struct Q45K {
     }
   }
 
+  // The mins' products once a super-block, not per sub-block: each row's mins of sub-blocks 2 i
+  // and 2 i + 1 side by side in its 32-bit lane, against q8_K's sums of those two sub-blocks (each
+  // its two sums of 16 added), side by side too. Into imin[a], for a < NR.
+  template <int NR>
+  static void min_products(const uint8_t* sm, int b, const block_q8_K* const* y, __m256i* imin) {
+    __m256i min_pairs[4];
+    for (int i = 0; i < 4; i++) {
+      const __m128i m0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 32 * i + 8));
+      const __m128i m1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 32 * i + 24));
+      min_pairs[i] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m0, m1));
+    }
+    for (int a = 0; a < NR; a++) {
+      imin[a] = _mm256_setzero_si256();
+      const int16_t* bs = y[a][b].bsums;
+      int16_t sums[8];
+      for (int j = 0; j < 8; j++) sums[j] = static_cast<int16_t>(bs[2 * j] + bs[2 * j + 1]);
+      for (int i = 0; i < 4; i++) imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(min_pairs[i], broadcast4(sums + 2 * i)));
+    }
+  }
+
+#ifdef ARBITRA_AVX512
+  // Sub-block j's weights in pairs into lo and hi (unpack_nibble_pairs), Q5_K's fifth bits added:
+  // the 32 bytes of nibbles widened to 64 (nibble n / 32 of byte n % 32 to byte n), then bit t / 2
+  // of each to bit 4 of lo[t / 2], bit 2 + t / 2 to bit 4 of hi[t / 2].
+  static void unpack_weights(const Block& x, int j, __m512i* lo, __m512i* hi) {
+    unpack_nibble_pairs(x.qs[j], lo, hi);
+    if constexpr (kFifth) {
+      const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.fifth[j]));
+      const __m512i bits = _mm512_inserti64x4(_mm512_castsi256_si512(f), _mm256_srli_epi16(f, 4), 1);
+      for (int h = 0; h < 2; h++) {
+        lo[h] = _mm512_or_si512(lo[h], _mm512_slli_epi16(_mm512_and_si512(bits, _mm512_set1_epi8(static_cast<char>(1 << h))), 4 - h));
+        hi[h] = _mm512_or_si512(hi[h], _mm512_slli_epi16(_mm512_and_si512(bits, _mm512_set1_epi8(static_cast<char>(4 << h))), 2 - h));
+      }
+    }
+  }
+#endif
+
   // out[a][0..7] = the 8 rows of w (nb super-blocks) times activation row y[a], for a < NR. Every
   // row a runs the same instructions on its own registers whatever NR is.
   template <int NR>
@@ -118,24 +170,22 @@ struct Q45K {
     for (int b = 0; b < nb; b++) {
       const Block& x = w[b];
       unpack_scales(x, sm);
-      // The mins' products once a super-block, not per sub-block: each row's mins of sub-blocks
-      // 2 i and 2 i + 1 side by side in its 32-bit lane, against q8_K's sums of those two
-      // sub-blocks (each its two sums of 16 added), side by side too.
-      __m256i min_pairs[4];
-      for (int i = 0; i < 4; i++) {
-        const __m128i m0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 32 * i + 8));
-        const __m128i m1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 32 * i + 24));
-        min_pairs[i] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m0, m1));
-      }
       __m256i isum[NR], imin[NR];
-      for (int a = 0; a < NR; a++) {
-        isum[a] = _mm256_setzero_si256();
-        imin[a] = _mm256_setzero_si256();
-        const int16_t* bs = y[a][b].bsums;
-        int16_t sums[8];
-        for (int j = 0; j < 8; j++) sums[j] = static_cast<int16_t>(bs[2 * j] + bs[2 * j + 1]);
-        for (int i = 0; i < 4; i++) imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(min_pairs[i], broadcast4(sums + 2 * i)));
+      min_products<NR>(sm, b, y, imin);
+#ifdef ARBITRA_AVX512
+      __m512i pair_sum[NR];
+      for (int a = 0; a < NR; a++) pair_sum[a] = _mm512_setzero_si512();
+      for (int j = 0; j < 8; j++) {
+        const __m512i scale = _mm512_cvtepu8_epi32(pair_bytes(sm + 16 * j));
+        __m512i lo[2], hi[2];
+        unpack_weights(x, j, lo, hi);
+        for (int a = 0; a < NR; a++) {
+          pair_sum[a] = _mm512_add_epi32(pair_sum[a], _mm512_mullo_epi32(sub_block_pair_dots(lo, hi, y[a][b].qs + 32 * j), scale));
+        }
       }
+      for (int a = 0; a < NR; a++) isum[a] = fold_pairs(pair_sum[a]);
+#else
+      for (int a = 0; a < NR; a++) isum[a] = _mm256_setzero_si256();
       for (int j = 0; j < 8; j++) {
         const __m128i s = _mm_load_si128(reinterpret_cast<const __m128i*>(sm + 16 * j));
         // each row's scale: in 32 bits against VNNI's sums, else twice in 16, for the two 16-bit sums
@@ -168,6 +218,7 @@ struct Q45K {
 #endif
         }
       }
+#endif
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
       const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.dmin)));
       for (int a = 0; a < NR; a++) {
