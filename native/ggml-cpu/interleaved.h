@@ -81,12 +81,27 @@ inline void pair_sums(const __m256i* lo, const __m256i* hi, const int8_t* q, __m
 // where row r's 8 bytes meet 8 activation bytes broadcast (the 512-bit vpdpbusd's order).
 constexpr int quad_byte(int t, int r, int i) { return 32 * t + 4 * r + i; }
 constexpr int pair_byte(int t, int r, int i) { return 64 * (t / 2) + 8 * r + 4 * (t % 2) + i; }
-// The K-quants' order: pairs where their kernels take 64 bytes a register.
+// The kernels' order: pairs where they take 64 bytes a register. (Q8_0's 32 bytes a row and block
+// are 8 quads, t < 8, in the same order.)
 #ifdef ARBITRA_AVX512
-constexpr int kquant_byte(int t, int r, int i) { return pair_byte(t, r, i); }
+constexpr int weight_byte(int t, int r, int i) { return pair_byte(t, r, i); }
 #else
-constexpr int kquant_byte(int t, int r, int i) { return quad_byte(t, r, i); }
+constexpr int weight_byte(int t, int r, int i) { return quad_byte(t, r, i); }
 #endif
+
+// Marks the fifth bit of row r's weight 4 t + i of a sub-block of 32 (hi: of 16 + 4 t + i) in its
+// 32 bytes f. In quads, byte 4 r + i, bit t (hi: 4 + t), as add_fifth_bits reads them. In pairs,
+// as add_fifth_bit_pairs reads them: the byte of 64 that the weight's nibble takes in its
+// register, n = 8 r + 4 (t % 2) + i, is nibble n / 32 of byte n % 32, and the weight is its bit
+// t / 2 (hi: 2 + t / 2).
+inline void set_fifth_bit(uint8_t* f, int t, int r, int i, bool hi) {
+#ifdef ARBITRA_AVX512
+  const int n = 8 * r + 4 * (t % 2) + i;
+  f[n % 32] |= static_cast<uint8_t>(1 << ((hi ? 2 : 0) + t / 2 + 4 * (n / 32)));
+#else
+  f[4 * r + i] |= static_cast<uint8_t>(1 << ((hi ? 4 : 0) + t));
+#endif
+}
 
 // The 8 rows' 32 weights of 4 bits in quads: row r's weight 4 t + i in the low nibble and
 // 16 + 4 t + i in the high one. Into lo (weights 0-15) and hi (16-31), as pair_sums takes them.
@@ -165,6 +180,17 @@ inline void unpack_nibble_pairs(const uint8_t* qs, __m512i* lo, __m512i* hi) {
     const __m512i v = _mm512_loadu_si512(qs + pair_byte(2 * h, 0, 0));
     lo[h] = _mm512_and_si512(v, m4);
     hi[h] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+}
+
+// Their fifth bits (set_fifth_bit): the 32 bytes of nibbles widened to 64 (nibble n / 32 of byte
+// n % 32 to byte n), then bit h of each to bit 4 of lo[h], bit 2 + h to bit 4 of hi[h].
+inline void add_fifth_bit_pairs(const uint8_t* fifth, __m512i* lo, __m512i* hi) {
+  const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(fifth));
+  const __m512i bits = _mm512_inserti64x4(_mm512_castsi256_si512(f), _mm256_srli_epi16(f, 4), 1);
+  for (int h = 0; h < 2; h++) {
+    lo[h] = _mm512_or_si512(lo[h], _mm512_slli_epi16(_mm512_and_si512(bits, _mm512_set1_epi8(static_cast<char>(1 << h))), 4 - h));
+    hi[h] = _mm512_or_si512(hi[h], _mm512_slli_epi16(_mm512_and_si512(bits, _mm512_set1_epi8(static_cast<char>(4 << h))), 2 - h));
   }
 }
 

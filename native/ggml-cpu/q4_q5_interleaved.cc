@@ -17,8 +17,8 @@ namespace {
 // base takes no room).
 template <bool kFifth>
 struct FifthBits32 {
-  // fifth[r][i]: bit t is the fifth bit of row r's weight 4 t + i, bit 4 + t that of 16 + 4 t + i
-  uint8_t fifth[kRows][4];
+  // the block's fifth bits (set_fifth_bit)
+  uint8_t fifth[32];
 };
 template <>
 struct FifthBits32<false> {};
@@ -40,9 +40,9 @@ struct Q45 {
 
   struct Block : FifthBits32<kFifth>, Mins<kMin> {
     ggml_half d[kRows];
-    // qs[t][r][i]: row r's weight 4 t + i (low nibble) and 16 + 4 t + i (high nibble), llama.cpp's
-    // own pairing, 4 bytes of a row at a time
-    uint8_t qs[4][kRows][4];
+    // qs[weight_byte(t, r, i)]: row r's weight 4 t + i (low nibble) and 16 + 4 t + i (high
+    // nibble), llama.cpp's own pairing
+    uint8_t qs[128];
   };
 
   static void pack(Block* out, const Source* const* rows) {
@@ -51,14 +51,17 @@ struct Q45 {
       const Source& x = *rows[r];
       out->d[r] = x.d;
       if constexpr (kMin) out->m[r] = x.m;
-      for (int t = 0; t < 4; t++) std::memcpy(out->qs[t][r], x.qs + 4 * t, 4);
+      for (int t = 0; t < 4; t++) {
+        for (int i = 0; i < 4; i++) out->qs[weight_byte(t, r, i)] = x.qs[4 * t + i];
+      }
       if constexpr (kFifth) {
         uint32_t qh;
         std::memcpy(&qh, x.qh, sizeof(qh));
         for (int t = 0; t < 4; t++) {
           for (int i = 0; i < 4; i++) {
             const int lo = 4 * t + i;
-            out->fifth[r][i] |= static_cast<uint8_t>((((qh >> lo) & 1) << t) | (((qh >> (lo + 16)) & 1) << (4 + t)));
+            if ((qh >> lo) & 1) set_fifth_bit(out->fifth, t, r, i, false);
+            if ((qh >> (lo + 16)) & 1) set_fifth_bit(out->fifth, t, r, i, true);
           }
         }
       }
@@ -76,15 +79,23 @@ struct Q45 {
     for (int a = 0; a < NR; a++) acc[a] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
       const Block& x = w[b];
+#ifdef ARBITRA_AVX512
+      __m512i lo[2], hi[2];
+      unpack_nibble_pairs(x.qs, lo, hi);
+      if constexpr (kFifth) add_fifth_bit_pairs(x.fifth, lo, hi);
+#else
       __m256i lo[4], hi[4];
-      unpack_nibbles(x.qs[0][0], lo, hi);
-      if constexpr (kFifth) add_fifth_bits(x.fifth[0], lo, hi);
+      unpack_nibbles(x.qs, lo, hi);
+      if constexpr (kFifth) add_fifth_bits(x.fifth, lo, hi);
+#endif
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
       __m256 m = _mm256_setzero_ps();
       if constexpr (kMin) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.m)));
       for (int a = 0; a < NR; a++) {
         const block_q8_32& ya = y[a][b];
-#ifdef ARBITRA_VNNI
+#if defined(ARBITRA_AVX512)
+        __m256i isum = fold_pairs(sub_block_pair_dots(lo, hi, ya.qs));
+#elif defined(ARBITRA_VNNI)
         __m256i sums[2];
         sub_block_dots(lo, hi, ya.qs, sums);
         __m256i isum = _mm256_add_epi32(sums[0], sums[1]);

@@ -13,24 +13,11 @@ namespace {
 // The fifth bits of Q5_K, in the interleaved layout; none for Q4_K (an empty base takes no room).
 template <bool kFifth>
 struct FifthBits {
-  // fifth[j]: sub-block j's fifth bits, 32 bytes (set_fifth_bit, and the kernels that read them)
+  // fifth[j]: sub-block j's fifth bits, 32 bytes (set_fifth_bit)
   uint8_t fifth[8][32];
 };
 template <>
 struct FifthBits<false> {};
-
-// Marks the fifth bit of row r's weight 4 t + i of a sub-block (hi: of 16 + 4 t + i) in its 32
-// bytes f. In quads, byte 4 r + i, bit t (hi: 4 + t). In pairs, as unpack_weights reads them: the
-// byte of 64 that the weight's nibble takes in its register, n = 8 r + 4 (t % 2) + i, is nibble
-// n / 32 of byte n % 32, and the weight is its bit t / 2 (hi: 2 + t / 2).
-inline void set_fifth_bit(uint8_t* f, int t, int r, int i, bool hi) {
-#ifdef ARBITRA_AVX512
-  const int n = 8 * r + 4 * (t % 2) + i;
-  f[n % 32] |= static_cast<uint8_t>(1 << ((hi ? 2 : 0) + t / 2 + 4 * (n / 32)));
-#else
-  f[4 * r + i] |= static_cast<uint8_t>(1 << ((hi ? 4 : 0) + t));
-#endif
-}
 
 template <typename S, bool kFifth>
 struct Q45K {
@@ -46,7 +33,7 @@ struct Q45K {
     // register operations per super-block (unpack_scales).
     uint8_t low[64];
     uint8_t high[32];
-    // qs[j][kquant_byte(t, r, i)]: the low 4 bits of row r's weight 32 j + 4 t + i (low nibble)
+    // qs[j][weight_byte(t, r, i)]: the low 4 bits of row r's weight 32 j + 4 t + i (low nibble)
     // and of 32 j + 16 + 4 t + i (high nibble)
     uint8_t qs[8][128];
   };
@@ -90,7 +77,7 @@ struct Q45K {
         for (int t = 0; t < 4; t++) {
           for (int i = 0; i < 4; i++) {
             const uint8_t lo = w[32 * j + 4 * t + i], hi = w[32 * j + 16 + 4 * t + i];
-            out->qs[j][kquant_byte(t, r, i)] = (lo & 0xF) | ((hi & 0xF) << 4);
+            out->qs[j][weight_byte(t, r, i)] = (lo & 0xF) | ((hi & 0xF) << 4);
             if constexpr (kFifth) {
               if (lo >> 4) set_fifth_bit(out->fifth[j], t, r, i, false);
               if (hi >> 4) set_fifth_bit(out->fifth[j], t, r, i, true);
@@ -141,19 +128,10 @@ struct Q45K {
   }
 
 #ifdef ARBITRA_AVX512
-  // Sub-block j's weights in pairs into lo and hi (unpack_nibble_pairs), Q5_K's fifth bits added:
-  // the 32 bytes of nibbles widened to 64 (nibble n / 32 of byte n % 32 to byte n), then bit t / 2
-  // of each to bit 4 of lo[t / 2], bit 2 + t / 2 to bit 4 of hi[t / 2].
+  // Sub-block j's weights in pairs into lo and hi, Q5_K's fifth bits added.
   static void unpack_weights(const Block& x, int j, __m512i* lo, __m512i* hi) {
     unpack_nibble_pairs(x.qs[j], lo, hi);
-    if constexpr (kFifth) {
-      const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.fifth[j]));
-      const __m512i bits = _mm512_inserti64x4(_mm512_castsi256_si512(f), _mm256_srli_epi16(f, 4), 1);
-      for (int h = 0; h < 2; h++) {
-        lo[h] = _mm512_or_si512(lo[h], _mm512_slli_epi16(_mm512_and_si512(bits, _mm512_set1_epi8(static_cast<char>(1 << h))), 4 - h));
-        hi[h] = _mm512_or_si512(hi[h], _mm512_slli_epi16(_mm512_and_si512(bits, _mm512_set1_epi8(static_cast<char>(4 << h))), 2 - h));
-      }
-    }
+    if constexpr (kFifth) add_fifth_bit_pairs(x.fifth[j], lo, hi);
   }
 #endif
 

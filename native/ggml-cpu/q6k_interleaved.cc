@@ -23,7 +23,7 @@ struct Q6K {
   struct Block {
     ggml_half d[kRows];
     int8_t scales[QK_K / 16][kRows];  // [sub-block of 16][row]
-    // ql[j][kquant_byte(t, r, i)]: the low 4 bits of row r's weight 32 j + 4 t + i (low nibble)
+    // ql[j][weight_byte(t, r, i)]: the low 4 bits of row r's weight 32 j + 4 t + i (low nibble)
     // and of 32 j + 16 + 4 t + i (high nibble)
     uint8_t ql[8][128];
     // qh[j]: the top 2 bits of each weight, where top_bits says
@@ -64,7 +64,7 @@ struct Q6K {
         for (int t = 0; t < 4; t++) {
           for (int i = 0; i < 4; i++) {
             const uint8_t lo = w[32 * j + 4 * t + i], hi = w[32 * j + 16 + 4 * t + i];
-            out->ql[j][kquant_byte(t, r, i)] = (lo & 0xF) | ((hi & 0xF) << 4);
+            out->ql[j][weight_byte(t, r, i)] = (lo & 0xF) | ((hi & 0xF) << 4);
             const auto [lo_at, lo_shift] = top_bits(0, t, r, i);
             const auto [hi_at, hi_shift] = top_bits(1, t, r, i);
             out->qh[j][lo_at] |= static_cast<uint8_t>((lo >> 4) << lo_shift);

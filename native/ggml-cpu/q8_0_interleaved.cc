@@ -20,8 +20,9 @@ struct Q80 {
 
   struct Block {
     ggml_half d[kRows];
-    // qs[t][r][i]: row r's weight 4 t + i (with VNNI, plus 128, as an unsigned byte)
-    int8_t qs[8][kRows][4];
+    // qs[weight_byte(t, r, i)], t < 8: row r's weight 4 t + i (with VNNI, plus 128, as an unsigned
+    // byte)
+    int8_t qs[256];
   };
 
   static void pack(Block* out, const Source* const* rows) {
@@ -31,9 +32,9 @@ struct Q80 {
       for (int t = 0; t < 8; t++) {
         for (int i = 0; i < 4; i++) {
 #ifdef ARBITRA_VNNI
-          out->qs[t][r][i] = static_cast<int8_t>(static_cast<uint8_t>(x.qs[4 * t + i]) ^ 0x80);
+          out->qs[weight_byte(t, r, i)] = static_cast<int8_t>(static_cast<uint8_t>(x.qs[4 * t + i]) ^ 0x80);
 #else
-          out->qs[t][r][i] = x.qs[4 * t + i];
+          out->qs[weight_byte(t, r, i)] = x.qs[4 * t + i];
 #endif
         }
       }
@@ -53,8 +54,18 @@ struct Q80 {
       const Block& x = w[b];
       __m256i isum[NR];
       for (int a = 0; a < NR; a++) isum[a] = _mm256_setzero_si256();
+#ifdef ARBITRA_AVX512
+      // in pairs: 4 registers of 64 bytes, each row's sum in two lanes until they are folded
+      __m512i pair_sum[NR];
+      for (int a = 0; a < NR; a++) pair_sum[a] = _mm512_setzero_si512();
+      for (int h = 0; h < 4; h++) {
+        const __m512i v = _mm512_loadu_si512(x.qs + pair_byte(2 * h, 0, 0));
+        for (int a = 0; a < NR; a++) pair_sum[a] = _mm512_dpbusd_epi32(pair_sum[a], v, broadcast8(y[a][b].qs + 8 * h));
+      }
+      for (int a = 0; a < NR; a++) isum[a] = fold_pairs(pair_sum[a]);
+#else
       for (int t = 0; t < 8; t++) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs[t]));
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + quad_byte(t, 0, 0)));
 #ifdef ARBITRA_VNNI
         for (int a = 0; a < NR; a++) isum[a] = dot4(isum[a], v, broadcast4(y[a][b].qs + 4 * t));
 #else
@@ -65,6 +76,7 @@ struct Q80 {
         }
 #endif
       }
+#endif
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.d)));
       for (int a = 0; a < NR; a++) {
         const block_q8_32& ya = y[a][b];
