@@ -18,6 +18,8 @@
 // BENCH_LAYOUT   served (default), no-system, l3-sharpened, digits, ordinal: a layout to measure against the served one
 // BENCH_LIMIT    decide only the first N cases (quick checks)
 // BENCH_TYPES    only these question types, e.g. score or noul,choice (quick checks)
+// BENCH_CPU_VARIANT  the CPU backend's variant to load, as --cpu-variant takes it (default auto): the
+//                quality of one variant against another's
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,6 +49,9 @@ const root = packageRoot();
 const threads = Number(process.env.BENCH_THREADS) || os.availableParallelism();
 const limit = Number(process.env.BENCH_LIMIT) || Infinity;
 const types = process.env.BENCH_TYPES?.split(',') ?? null;
+const cpuVariant = process.env.BENCH_CPU_VARIANT ?? 'auto';
+/** The variant the engines loaded, for the report. */
+let loadedVariant = cpuVariant;
 const log = (msg: string): void => void process.stdout.write(`[bench:quality] ${msg}\n`);
 
 const LAYOUTS: Record<string, PromptLayout> = {
@@ -138,8 +143,10 @@ async function runModel(model: { name: string; file: string }, cases: LabelledCa
   for (const m of methods) {
     const timedAs: Method = m === 'prior' ? 'plain' : m;
     if (engines.has(timedAs)) continue;
-    const engine = await createLocalEngine(model.file, { threads, contextSize: 1024, maxSequences: 32 });
-    pathReport((await engine.info()).kernelPath).forEach((line) => log(line));
+    const engine = await createLocalEngine(model.file, { threads, contextSize: 1024, maxSequences: 32, cpuVariant });
+    const { kernelPath } = await engine.info();
+    pathReport(kernelPath).forEach((line) => log(line));
+    loadedVariant = kernelPath.cpuVariant;
     engines.set(timedAs, engine);
   }
   const records: Record_[] = [];
@@ -427,13 +434,13 @@ async function measure(source: LabelledCase[], set: Loaded | null): Promise<void
       return e ? `${name} (${e.upstream})` : name;
     })
     .join('; ');
-  const command = `BENCH_MODELS=${[...new Set(all.map((r) => r.model))].join(',')}${process.env.BENCH_METHODS ? ` BENCH_METHODS=${methods.join(',')}` : ''} npm run bench:quality`;
+  const command = `BENCH_MODELS=${[...new Set(all.map((r) => r.model))].join(',')}${process.env.BENCH_METHODS ? ` BENCH_METHODS=${methods.join(',')}` : ''}${process.env.BENCH_CPU_VARIANT ? ` BENCH_CPU_VARIANT=${cpuVariant}` : ''} npm run bench:quality`;
   if (set) {
     replaceSection(
       path.join(root, 'bench', 'RESULTS.md'),
       `Quality on public data: ${set.set.title}, ${set.file.split} (\`npm run bench:quality -- --set ${set.arg}\`)`,
       [
-        `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command} -- --set ${set.arg} --items ${cases.length}\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}; methods ${methods.join(', ')}.`,
+        `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command} -- --set ${set.arg} --items ${cases.length}\` on ${os.cpus().length} cores (${threads} engine threads, CPU variant ${loadedVariant}), layout ${LAYOUT_VERSION}; methods ${methods.join(', ')}.`,
         `Set: ${set.set.title}, ${set.file.split} split (${set.set.citation}): ${set.file.name}, sha256 ${set.sha256}, from ${set.file.source}. ${cases.length} of its ${set.total} items, the first by sha256 of \`${set.set.name}:<place in the file>\` (bench/lib/public-sets/load.ts), one question each. Models: ${modelsLine}.`,
         '',
         ...table,
@@ -453,7 +460,7 @@ async function measure(source: LabelledCase[], set: Loaded | null): Promise<void
     path.join(root, 'bench', 'RESULTS.md'),
     'Quality (`npm run bench:quality`)',
     [
-      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command}\` on ${os.cpus().length} cores (${threads} engine threads), layout ${LAYOUT_VERSION}.`,
+      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command}\` on ${os.cpus().length} cores (${threads} engine threads, CPU variant ${loadedVariant}), layout ${LAYOUT_VERSION}.`,
       `Set: bench/quality/cases.jsonl, ${cases.length} cases, ${questions} questions. Models: ${modelsLine}.`,
       '',
       ...table,
