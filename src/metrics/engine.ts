@@ -13,20 +13,23 @@ export interface EngineMetricsSource {
   stats(): Promise<EngineStats | null>;
 }
 
-const SHARED_MS = 250;
-
 /** Registers the gauges over whatever `engines()` holds at scrape time. */
 export function registerEngineMetrics(engines: () => readonly EngineMetricsSource[]): void {
-  const shared = new Map<number, { at: number; stats: Promise<EngineStats | null> }>();
+  // A scrape collects every gauge at once (prom-client starts all collects before awaiting any), so
+  // the gauges share the call that is still out; once it is answered the next scrape asks again and
+  // sees every request answered before it. (Shared for a fixed 250 ms instead, a scrape right after
+  // a fast decision read the counts from before it.)
+  const pending = new Map<number, Promise<EngineStats | null>>();
   const statsOf = (source: EngineMetricsSource): Promise<EngineStats | null> => {
     const id = source.state().engine;
-    const now = Date.now();
-    let entry = shared.get(id);
-    if (!entry || now - entry.at > SHARED_MS) {
-      entry = { at: now, stats: source.stats() };
-      shared.set(id, entry);
+    let stats = pending.get(id);
+    if (!stats) {
+      stats = source.stats();
+      pending.set(id, stats);
+      const settled = (): void => void pending.delete(id);
+      stats.then(settled, settled);
     }
-    return entry.stats;
+    return stats;
   };
   const perEngine = (name: string, help: string, read: (source: EngineMetricsSource) => number | Promise<number | null>): void => {
     new Gauge({

@@ -115,10 +115,17 @@ if (cannotRun) {
       nodes.push(victim, checker);
       t.ok((await ready(victim)) && (await ready(checker)));
       const { id, key } = await newKey(victim, 'killed@example.com');
-      // Two slow requests hold both slots of the key on the victim when it dies.
-      const slow = { ...BODY, questions: Object.fromEntries(Array.from({ length: 24 }, (_, i) => [`q${i}`, { instructions: `Is point ${i} about money?` }])) };
+      // Two slow requests hold both slots of the key on the victim when it dies: it is killed as soon as
+      // the checker is refused for the key, not after a fixed wait, which a faster engine outran
+      // (both requests answered before the kill).
+      const slow = { ...BODY, questions: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`q${i}`, { instructions: `Is point ${i} about money?` }])) };
       const held = [victim.call('/v1/systemone', { body: slow, key }).catch(() => null), victim.call('/v1/systemone', { body: slow, key }).catch(() => null)];
-      await new Promise((r) => setTimeout(r, 1500));
+      let taken = false;
+      for (const end = Date.now() + 15_000; !taken && Date.now() < end; ) {
+        await new Promise((r) => setTimeout(r, 100));
+        taken = (await checker.call('/v1/systemone', { body: BODY, key })).status === 429;
+      }
+      t.ok(taken, 'both slots taken on the victim');
       await victim.kill9();
       const killedAt = Date.now();
       await Promise.all(held);

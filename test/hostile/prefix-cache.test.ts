@@ -4,7 +4,6 @@
 // tells B nothing of A's text; A's second key finds it cached. Read from the engine's own count of
 // the tokens it ran through the model (`arbitra_engine_tokens_evaluated_total`), one request at a
 // time. `--prefix-cache-scope global` shares the cache again: the flag reaches the engine.
-import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { cannotRun, metricValue, startServer, type Server } from '../integration/helpers/server.js';
 
@@ -15,12 +14,7 @@ const STATE = Array.from(
 ).join('\n');
 const BODY = { state: STATE, questions: { lease: { instructions: 'Does the ledger mention a lease?' } } };
 
-// The primary shares one stats call per engine among the scrapes of 250 ms (src/metrics/engine.ts):
-// waiting that out makes each read see every request answered before it.
-const STATS_SHARED_MS = 300;
-
 async function tokensEvaluated(server: Server): Promise<number> {
-  await sleep(STATS_SHARED_MS);
   const value = metricValue((await server.call('/metrics')).text, 'arbitra_engine_tokens_evaluated_total');
   if (value === null) throw new Error('/metrics has no arbitra_engine_tokens_evaluated_total');
   return value;
