@@ -96,7 +96,7 @@ constexpr int weight_byte(int t, int r, int i) { return quad_byte(t, r, i); }
 // t / 2 (hi: 2 + t / 2).
 inline void set_fifth_bit(uint8_t* f, int t, int r, int i, bool hi) {
 #ifdef ARBITRA_AVX512
-  const int n = 8 * r + 4 * (t % 2) + i;
+  const int n = pair_byte(t, r, i) % 64;
   f[n % 32] |= static_cast<uint8_t>(1 << ((hi ? 2 : 0) + t / 2 + 4 * (n / 32)));
 #else
   f[4 * r + i] |= static_cast<uint8_t>(1 << ((hi ? 4 : 0) + t));
@@ -194,13 +194,16 @@ inline void add_fifth_bit_pairs(const uint8_t* fifth, __m512i* lo, __m512i* hi) 
   }
 }
 
+// An activation row's 16 bytes q against two registers of weights in pairs (16 of each row's
+// weights), added to acc: each row's sum in its two lanes (fold_pairs adds them).
+inline __m512i pair_dots(__m512i acc, const __m512i* w, const int8_t* q) {
+  return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, w[0], broadcast8(q)), w[1], broadcast8(q + 8));
+}
+
 // An activation row's 32 bytes q of a sub-block against its 8 rows' weights in pairs: each row's
-// sum over the sub-block, in its two lanes (fold_pairs adds them).
+// sum over the sub-block, in its two lanes.
 inline __m512i sub_block_pair_dots(const __m512i* lo, const __m512i* hi, const int8_t* q) {
-  __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[0], broadcast8(q));
-  d = _mm512_dpbusd_epi32(d, lo[1], broadcast8(q + 8));
-  d = _mm512_dpbusd_epi32(d, hi[0], broadcast8(q + 16));
-  return _mm512_dpbusd_epi32(d, hi[1], broadcast8(q + 24));
+  return pair_dots(pair_dots(_mm512_setzero_si512(), lo, q), hi, q + 16);
 }
 
 // Each row's two lanes added, the 8 rows' sums in order.

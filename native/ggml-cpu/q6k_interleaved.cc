@@ -36,7 +36,7 @@ struct Q6K {
   // of 64 (8 r + 4 (t % 2) + i), bits 2 (2 u + t / 2) and the next.
   static std::pair<int, int> top_bits(int u, int t, int r, int i) {
 #ifdef ARBITRA_AVX512
-    return {8 * r + 4 * (t % 2) + i, 2 * (2 * u + t / 2)};
+    return {pair_byte(t, r, i) % 64, 2 * (2 * u + t / 2)};
 #else
     return {32 * u + 4 * r + i, 2 * t};
 #endif
@@ -130,8 +130,8 @@ struct Q6K {
         unpack_pairs(x, j, lo, hi);
         for (int a = 0; a < NR; a++) {
           const int8_t* q = y[a][b].qs + 32 * j;
-          const __m512i lo_dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[0], broadcast8(q)), lo[1], broadcast8(q + 8));
-          const __m512i hi_dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), hi[0], broadcast8(q + 16)), hi[1], broadcast8(q + 24));
+          const __m512i lo_dot = pair_dots(_mm512_setzero_si512(), lo, q);
+          const __m512i hi_dot = pair_dots(_mm512_setzero_si512(), hi, q + 16);
           pair_sum[a] = _mm512_add_epi32(pair_sum[a], _mm512_add_epi32(_mm512_mullo_epi32(lo_dot, scale_lo), _mm512_mullo_epi32(hi_dot, scale_hi)));
         }
 #else

@@ -55,14 +55,10 @@ struct Q80 {
       __m256i isum[NR];
       for (int a = 0; a < NR; a++) isum[a] = _mm256_setzero_si256();
 #ifdef ARBITRA_AVX512
-      // in pairs: 4 registers of 64 bytes, each row's sum in two lanes until they are folded
-      __m512i pair_sum[NR];
-      for (int a = 0; a < NR; a++) pair_sum[a] = _mm512_setzero_si512();
-      for (int h = 0; h < 4; h++) {
-        const __m512i v = _mm512_loadu_si512(x.qs + pair_byte(2 * h, 0, 0));
-        for (int a = 0; a < NR; a++) pair_sum[a] = _mm512_dpbusd_epi32(pair_sum[a], v, broadcast8(y[a][b].qs + 8 * h));
-      }
-      for (int a = 0; a < NR; a++) isum[a] = fold_pairs(pair_sum[a]);
+      // in pairs: 4 registers of 64 bytes, a block of 32 weights as a sub-block's lo and hi
+      __m512i v[4];
+      for (int h = 0; h < 4; h++) v[h] = _mm512_loadu_si512(x.qs + pair_byte(2 * h, 0, 0));
+      for (int a = 0; a < NR; a++) isum[a] = fold_pairs(sub_block_pair_dots(v, v + 2, y[a][b].qs));
 #else
       for (int t = 0; t < 8; t++) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + quad_byte(t, 0, 0)));
