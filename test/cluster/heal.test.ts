@@ -41,16 +41,23 @@ function load(server: Server, key: string, clients: number): { stop: () => Promi
 }
 
 /**
- * Milliseconds until /health answers 200 on ten new connections in a row (so on every worker) and
- * a decision succeeds; null when that never happens within HEAL_WITHIN_MS.
+ * Milliseconds until the killed processes are replaced (two workers and one engine again), /health
+ * answers 200 on ten new connections in a row (so on every worker) and a decision succeeds; null
+ * when that never happens within HEAL_WITHIN_MS. Without the first, ten answers from the surviving
+ * worker alone passed for healed before the replacement was forked (158 ms after a worker's kill).
  */
-async function healed(server: Server, key: string, since: number): Promise<number | null> {
+async function healed(server: Server, key: string, since: number, victims: readonly Child[]): Promise<number | null> {
   const ok = (path: string, opts = {}) =>
     server.call(path, { fresh: true, timeoutMs: HEAL_WITHIN_MS, ...opts }).then(
       (r) => r.status === 200,
       () => false,
     );
   while (Date.now() - since < HEAL_WITHIN_MS) {
+    const now = children(server.pid);
+    if (now.length !== 3 || now.some((c) => victims.some((v) => v.pid === c.pid))) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      continue;
+    }
     let healthy = 0;
     while (healthy < 10 && (await ok('/health'))) healthy++;
     if (healthy === 10 && (await ok('/v1/systemone', { body: BODY, key }))) return Date.now() - since;
@@ -83,7 +90,7 @@ if (cannotRun) {
       let statuses: Map<number, number>;
       try {
         for (const v of victims) process.kill(v.pid, 'SIGKILL');
-        ms = await healed(server, secret, at);
+        ms = await healed(server, secret, at, victims);
       } finally {
         statuses = await traffic.stop();
       }
