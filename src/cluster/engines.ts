@@ -6,6 +6,7 @@ import { modelIdOf } from '../api/routes/models.js';
 import type { Config } from '../config.js';
 import type { EngineClientOptions } from '../engine/client.js';
 import type { EngineHost } from '../engine/board.js';
+import { arithmeticOf } from '../engine/exact-path.js';
 import { startEngineHost } from '../engine/host.js';
 import { watchRemoteEngine } from '../engine/remote-host.js';
 import type { EngineInfo } from '../engine/types.js';
@@ -37,8 +38,9 @@ export interface EngineSet {
 
 /**
  * Local engines need the model file (`modelPath`); remote ones need only the served model's id,
- * which every engine's facts must match, and all of them must load the very same file: the answer
- * may not depend on which engine gave it.
+ * which every engine's facts must match, and all of them must load the very same file with the same
+ * arithmetic (a CPU variant included): the answer may not depend on which engine gave it, and which
+ * one gives it depends on the load.
  */
 export function startEngines(config: Config, model: { id: string; path: string | null }, log: (line: string) => void): EngineSet {
   if (!config.engines) {
@@ -47,12 +49,17 @@ export function startEngines(config: Config, model: { id: string; path: string |
     return { hosts, local: true };
   }
   const ca = readCa(config);
-  let pinned: string | null = null;
+  let pinned: { sha256: string; arithmetic: string } | null = null;
   const accept = (info: EngineInfo): string | null => {
     const served = modelIdOf(info.path);
     if (served !== model.id) return `it serves the model ${served}, this node serves ${model.id}`;
-    pinned ??= info.sha256;
-    if (info.sha256 !== pinned) return `its ${served} file (sha256 ${info.sha256.slice(0, 12)}…) differs from the other engines' (${pinned.slice(0, 12)}…)`;
+    const arithmetic = arithmeticOf(info.backend, info.kernelPath);
+    pinned ??= { sha256: info.sha256, arithmetic };
+    if (info.sha256 !== pinned.sha256)
+      return `its ${served} file (sha256 ${info.sha256.slice(0, 12)}…) differs from the other engines' (${pinned.sha256.slice(0, 12)}…)`;
+    if (arithmetic !== pinned.arithmetic) {
+      return `its arithmetic (${arithmetic}) differs from the other engines' (${pinned.arithmetic}), so an answer would depend on which engine gave it; give every engine the same --kernels, --flash-attention and --cpu-variant (one that every processor runs)`;
+    }
     return null;
   };
   const hosts = config.engines.map((address, id) =>

@@ -81,6 +81,19 @@ export function keepsPromise(path: ServedPath | null, checked: boolean | null): 
   return checked;
 }
 
+/**
+ * What decides an answer's bits besides the model file: engines that differ in it can answer the
+ * same request differently, so the engines of one node must agree on it (src/cluster/engines.ts).
+ * The KV layout and the thread count are not in it: the exact kernels give the same bits in either.
+ */
+export function arithmeticOf(backend: ModelFacts['backend'], p: ServedPath): string {
+  return `${backend} backend, ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, CPU variant ${p.cpuVariant}, ${productsOwner(p)} int8 products`;
+}
+
+function productsOwner(p: Pick<ServedPath, 'cpuProducts'>): string {
+  return p.cpuProducts === 'arbitra' ? "the engine's own" : "llama.cpp's";
+}
+
 /** "zen4 (of zen4, haswell on this processor)": the one loaded, and what a pin could choose here. */
 export function cpuVariantLine(p: Pick<ServedPath, 'cpuVariant' | 'cpuVariants'>): string {
   return p.cpuVariants.length > 0 ? `${p.cpuVariant} (of ${p.cpuVariants.join(', ')} on this processor)` : p.cpuVariant;
@@ -89,7 +102,7 @@ export function cpuVariantLine(p: Pick<ServedPath, 'cpuVariant' | 'cpuVariants'>
 /** The start-up lines that say which path runs, and a warning where the promise does not cover it. */
 export function pathReport(p: ServedPath): string[] {
   const lines = [
-    `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved), CPU variant ${cpuVariantLine(p)}, ${p.cpuProducts === 'arbitra' ? "the engine's own" : "llama.cpp's"} int8 products on the CPU`,
+    `path: ${p.kernels} kernels, flash attention ${p.flashAttention ? 'on' : 'off'}, shared pool gather ${p.kvGather ? 'on' : 'off'} (as resolved), CPU variant ${cpuVariantLine(p)}, ${productsOwner(p)} int8 products on the CPU`,
   ];
   if (p.kernels === 'exact' && !isCovered(p)) {
     lines.push(`WARNING: the exact kernels run on a path their promise does not cover, so /health says deterministic: false: ${p.uncovered.join('; ')}`);

@@ -1,8 +1,9 @@
 // API nodes and engines apart: `arbitra serve --engines` scoring on `arbitra engine --listen` nodes
 // over TCP. Real processes on loopback: decisions work and /metrics shows the remote engine's
 // counters; a node with the wrong secret or another model is refused and answers 503 with
-// Retry-After; with two engines, one's death costs no decision and it is taken back when it
-// returns; with none left, 503 until one is back.
+// Retry-After; an engine whose arithmetic differs from the other's is not used; with two engines,
+// one's death costs no decision and it is taken back when it returns; with none left, 503 until
+// one is back.
 import t from 'tap';
 import { cannotRun, metricValue, startEngineNode, startServer, type EngineNode, type Server } from '../integration/helpers/server.js';
 
@@ -121,5 +122,21 @@ if (cannotRun) {
     t.ok(Number(none.headers.get('retry-after')) > 0, 'with Retry-After');
     [engines[0], engines[1]] = await Promise.all([startEngineNode(SECRET, { port: engines[0].port }), startEngineNode(SECRET, { port: engines[1]!.port })]);
     t.ok(await until(async () => (await decide(BODY.state)).status === 200), 'decisions again once engines are back');
+  });
+
+  t.test('an engine whose arithmetic differs from the others is refused: which engine answers may not move a bit', async (t) => {
+    // Fast kernels stand for any difference of arithmetic (another CPU variant needs another processor).
+    const fast = await startEngineNode({ ...SECRET, ARBITRA_KERNELS: 'fast' });
+    t.teardown(() => fast.stop());
+    const server = await start(SECRET, `127.0.0.1:${engines[1]!.port},127.0.0.1:${fast.port}`);
+    t.teardown(() => server.stop());
+    // whichever engine connected first sets the arithmetic; the other is refused
+    const why =
+      /its arithmetic \(cpu backend, (exact|fast) kernels, [^)]*CPU variant [^)]*\) differs from the other engines' \(cpu backend, (fast|exact) kernels, [^)]*\), so an answer would depend on which engine gave it; give every engine the same --kernels, --flash-attention and --cpu-variant/;
+    t.match(await server.logged(why), why, 'the API node says why, and how to mend it');
+    t.ok(await until(async () => (await engineStatuses(server)).sort().join() === 'down,ready'), 'one engine serves, the other is not used');
+    const { secret } = await server.createKey('arithmetic@example.com');
+    const reply = await server.call('/v1/systemone', { body: BODY, key: secret, fresh: true });
+    t.equal(reply.status, 200, 'decisions go to the engine that was kept');
   });
 }

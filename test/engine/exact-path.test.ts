@@ -1,7 +1,7 @@
 // Which paths the exact kernels' promise covers, without a model: the facts an engine resolved at
 // load decide it, and an uncovered path is reported as not deterministic whatever the probe saw.
 import t from 'tap';
-import { CUDA_COVERED_HEAD_SIZES, keepsPromise, pathReport, servedPath, uncoveredReasons, type PathFacts } from '../../src/engine/exact-path.js';
+import { arithmeticOf, CUDA_COVERED_HEAD_SIZES, keepsPromise, pathReport, servedPath, uncoveredReasons, type PathFacts } from '../../src/engine/exact-path.js';
 
 const CPU: PathFacts = {
   backend: 'cpu',
@@ -79,4 +79,22 @@ t.test('the start-up lines: the resolved path always, a warning with the reasons
     /^WARNING: the exact kernels run on a path their promise does not cover, so \/health says deterministic: false: flash attention is off/,
   ]);
   t.equal(pathReport(servedPath({ ...CPU, kernels: 'fast' })).length, 1, 'fast kernels make no promise to warn about');
+});
+
+t.test("the arithmetic one node's engines must share: every part that moves a bit, and nothing that does not", async (t) => {
+  const base = arithmeticOf('cpu', servedPath(CPU));
+  t.equal(base, "cpu backend, exact kernels, flash attention on, CPU variant zen4, the engine's own int8 products");
+  t.equal(
+    arithmeticOf('cpu', servedPath({ ...CPU, kvLayout: 'copied', cpuVariants: ['zen4'] })),
+    base,
+    'not the KV layout, nor the variants a processor could run',
+  );
+  const others: [string, string][] = [
+    ['the backend', arithmeticOf('cuda', servedPath(CPU))],
+    ['the kernels', arithmeticOf('cpu', servedPath({ ...CPU, kernels: 'fast' }))],
+    ['flash attention', arithmeticOf('cpu', servedPath({ ...CPU, flashAttention: false }))],
+    ['the CPU variant', arithmeticOf('cpu', servedPath({ ...CPU, cpuVariant: 'haswell' }))],
+    ["the products' owner", arithmeticOf('cpu', servedPath({ ...CPU, cpuProducts: 'llama.cpp' }))],
+  ];
+  for (const [what, other] of others) t.not(other, base, what);
 });
