@@ -37,22 +37,18 @@ export interface EngineSet {
 }
 
 /**
- * Local engines need the model file (`modelPath`); remote ones need only the served model's id,
- * which every engine's facts must match, and all of them must load the very same file with the same
- * arithmetic (a CPU variant included): the answer may not depend on which engine gave it, and which
- * one gives it depends on the load.
+ * Whether a remote engine's facts may serve beside the others: a reason when not. Every engine must
+ * serve the node's model (`modelId`), from the very same file and with the same arithmetic (a CPU
+ * variant included), since which engine answers depends on the load and the answer may not. The
+ * first engine accepted sets file and arithmetic for the node's lifetime, so an engine that changed
+ * cannot become the reference by connecting while the others restart.
  */
-export function startEngines(config: Config, model: { id: string; path: string | null }, log: (line: string) => void): EngineSet {
-  if (!config.engines) {
-    const modelPath = model.path!;
-    const hosts = (config.gpus ?? [null]).map((device, id) => startEngineHost({ id, device, modelPath, engine: config.engine, log }));
-    return { hosts, local: true };
-  }
-  const ca = readCa(config);
+export function engineAcceptance(modelId: string): (info: EngineInfo) => string | null {
   let pinned: { sha256: string; arithmetic: string } | null = null;
   const accept = (info: EngineInfo): string | null => {
     const served = modelIdOf(info.path);
-    if (served !== model.id) return `it serves the model ${served}, this node serves ${model.id}`;
+    if (served !== modelId) return `it serves the model ${served}, this node serves ${modelId}`;
+    if (!info.kernelPath) return 'it does not say which kernels and CPU variant it runs (an engine of another version?)';
     const arithmetic = arithmeticOf(info.backend, info.kernelPath);
     pinned ??= { sha256: info.sha256, arithmetic };
     if (info.sha256 !== pinned.sha256)
@@ -62,6 +58,26 @@ export function startEngines(config: Config, model: { id: string; path: string |
     }
     return null;
   };
+  // The facts are JSON from another process, perhaps of another version: what cannot be read
+  // refuses the engine, never throws in the primary.
+  return (info) => {
+    try {
+      return accept(info);
+    } catch (err) {
+      return `its facts cannot be read (${(err as Error).message})`;
+    }
+  };
+}
+
+/** Local engines need the model file (`modelPath`); remote ones only the served model's id. */
+export function startEngines(config: Config, model: { id: string; path: string | null }, log: (line: string) => void): EngineSet {
+  if (!config.engines) {
+    const modelPath = model.path!;
+    const hosts = (config.gpus ?? [null]).map((device, id) => startEngineHost({ id, device, modelPath, engine: config.engine, log }));
+    return { hosts, local: true };
+  }
+  const ca = readCa(config);
+  const accept = engineAcceptance(model.id);
   const hosts = config.engines.map((address, id) =>
     watchRemoteEngine({ id, address, secret: config.engineSecret!, ca, accept, livenessSeconds: config.engine.livenessSeconds, log }),
   );
