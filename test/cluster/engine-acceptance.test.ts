@@ -4,24 +4,8 @@ import t from 'tap';
 import { engineAcceptance } from '../../src/cluster/engines.js';
 import { servedPath, type PathFacts } from '../../src/engine/exact-path.js';
 import type { EngineInfo } from '../../src/engine/types.js';
+import { CPU_PATH } from '../helpers/path-facts.js';
 
-const PATH: PathFacts = {
-  backend: 'cpu',
-  kernels: 'exact',
-  kvLayout: 'shared',
-  quantMethod: 'Q4_K_M',
-  flashAttention: true,
-  flashAttentionOnLayerDevice: true,
-  kvGather: false,
-  offloadedLayers: 0,
-  offloadableLayers: 29,
-  experts: 0,
-  headSizeK: 128,
-  headSizeV: 128,
-  cpuVariant: 'zen4',
-  cpuVariants: ['zen4', 'haswell'],
-  cpuProducts: 'arbitra',
-};
 const MODEL = 'qwen2.5-coder-1.5b-instruct-q4_k_m';
 
 /** The facts an engine sends, as much of them as acceptance reads. */
@@ -30,7 +14,7 @@ function facts(over: { sha256?: string; path?: Partial<PathFacts>; file?: string
     path: `/srv/models/${over.file ?? `${MODEL}.gguf`}`,
     sha256: over.sha256 ?? 'a'.repeat(64),
     backend: over.path?.backend ?? 'cpu',
-    kernelPath: servedPath({ ...PATH, ...over.path }),
+    kernelPath: servedPath({ ...CPU_PATH, ...over.path }),
   } as EngineInfo;
 }
 

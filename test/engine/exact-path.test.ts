@@ -2,24 +2,8 @@
 // load decide it, and an uncovered path is reported as not deterministic whatever the probe saw.
 import t from 'tap';
 import { arithmeticOf, CUDA_COVERED_HEAD_SIZES, keepsPromise, pathReport, servedPath, uncoveredReasons, type PathFacts } from '../../src/engine/exact-path.js';
+import { CPU_PATH as CPU } from '../helpers/path-facts.js';
 
-const CPU: PathFacts = {
-  backend: 'cpu',
-  kernels: 'exact',
-  kvLayout: 'shared',
-  quantMethod: 'Q4_K_M',
-  flashAttention: true,
-  flashAttentionOnLayerDevice: true,
-  kvGather: false,
-  offloadedLayers: 0,
-  offloadableLayers: 29,
-  experts: 0,
-  headSizeK: 128,
-  headSizeV: 128,
-  cpuVariant: 'zen4',
-  cpuVariants: ['zen4', 'haswell'],
-  cpuProducts: 'arbitra',
-};
 const GPU: PathFacts = { ...CPU, backend: 'cuda', kvGather: true, offloadedLayers: 29 };
 
 t.test('covered: exact kernels with flash attention on the CPU (which gathers by itself), and the covered GPU path', async (t) => {
