@@ -47,8 +47,11 @@ if (cannotRun) {
     t.ok(ms < 5000, `refused in ${ms.toFixed(0)} ms, long before the deadline`);
     t.equal(metricValue((await server.call('/metrics')).text, 'arbitra_engine_decodes_total'), decodesBefore, 'the engine decoded nothing for it');
 
-    const fits = await server.call('/v1/systemone', { key: secret, body: body(Math.floor(fit * 0.9), 'A shorter list of items follows.') });
-    t.equal(fits.status, 200, 'what the refusal said fits is answered');
+    // Not 0.9 of it: alone that ran 7.6 s of the 10 s, and the suite runs two model files at once on
+    // 2 cores, so a neighbour's burst made it a 504. Three fifths leave the machine room to run at
+    // half the speed it measured.
+    const fits = await server.call('/v1/systemone', { key: secret, body: body(Math.floor(fit * 0.6), 'A shorter list of items follows.') });
+    t.equal(fits.status, 200, 'three fifths of what the refusal said fits is answered');
   });
 
   t.test('a fixed cap in tokens beside the counts', async (t) => {
@@ -71,8 +74,9 @@ if (cannotRun) {
     const { fit } = await branchesThatFit(server, big.secret);
     t.ok(fit > 5, `${fit} branches fit 16 s`);
 
-    // About 13 s of engine time alone.
-    const largeSize = Math.floor(fit * 0.8);
+    // About 10 s of engine time alone: half the deadline, so that it finishes inside it on a machine
+    // another test file shares, and long enough that the requests below meet it still running.
+    const largeSize = Math.floor(fit * 0.6);
     const sentAt = performance.now();
     let largeDoneAt = 0;
     const large = server.call('/v1/systemone', { key: big.secret, body: body(largeSize, 'The large request reads a long list.'), fresh: true }).then((r) => {
