@@ -46,6 +46,9 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   // crash loop, and backs off.
   let jobsAtReady = 0;
   let served = false;
+  // The running process's counters, read the way that marks it served: the watchdog reads them every
+  // second, a /metrics scrape whenever it comes, and either look counts.
+  let readStats: ((timeoutMs: number) => Promise<EngineStats>) | null = null;
   let restarts = 0;
   let wedges = 0;
   let resolveReady: (info: EngineInfo) => void = () => {};
@@ -103,9 +106,11 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
         const own = channel;
         const stats = async (ms: number): Promise<EngineStats> => {
           const s = await own.stats(ms);
-          served ||= s.jobsDone > jobsAtReady;
+          // An answer that arrives after this process died says nothing of its successor.
+          if (child === proc) served ||= s.jobsDone > jobsAtReady;
           return s;
         };
+        readStats = stats;
         watchdog = watchLiveness({ stats, floorMs, onWedged: (why) => wedged(proc, why) });
         everReady = true;
         setStatus('ready');
@@ -119,6 +124,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       child = null;
       watchdog?.stop();
       watchdog = null;
+      readStats = null;
       channel?.close();
       channel = null;
       if (address && 'path' in parseEngineAddress(address)) removeEngineSocket(address);
@@ -147,7 +153,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   }
 
   async function stats(): Promise<EngineStats | null> {
-    return channel ? channel.stats(STATS_TIMEOUT_MS).catch(() => null) : null;
+    return readStats ? readStats(STATS_TIMEOUT_MS).catch(() => null) : null;
   }
 
   const host = engineHost({

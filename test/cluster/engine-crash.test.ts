@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { cannotRun, MODEL_FILE, startServer } from '../integration/helpers/server.js';
+import { cannotRun, metricValue, MODEL_FILE, startServer, type Server } from '../integration/helpers/server.js';
 import { serveChildren } from './processes.js';
 
 const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
@@ -13,6 +13,19 @@ const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructi
 /** The engine process: the child of the primary running src/engine/process-main.js. */
 function enginePid(primary: number): number | null {
   return serveChildren(primary).find((c) => c.engine)?.pid ?? null;
+}
+
+/**
+ * Has the primary read the engine's counters since the last decision: it learns that the engine
+ * served from any look at them, and a scrape of /metrics is one. (Waiting for the watchdog's look
+ * each second instead, a primary slowed by a neighbouring test missed it and backed off.)
+ */
+async function primaryReadsCounters(server: Server): Promise<boolean> {
+  for (const end = Date.now() + 10_000; Date.now() < end; ) {
+    if (metricValue((await server.call('/metrics')).text, 'arbitra_engine_decodes_total', { engine: '0' }) !== null) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
 }
 
 if (cannotRun) {
@@ -70,8 +83,7 @@ if (cannotRun) {
     // Twice is enough to tell "at once, every time" from a back-off, which would double the second.
     for (let i = 0; i < 2; i++) {
       t.equal((await server.call('/v1/systemone', { body: BODY, key: secret })).status, 200, `decision ${i} served`);
-      // The host learns that it served from the engine's counters, read every second.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      t.ok(await primaryReadsCounters(server), 'the primary has read the counters since');
       const logged = server.log().length;
       process.kill(enginePid(server.pid)!, 'SIGKILL');
       let back = false;
@@ -87,7 +99,7 @@ if (cannotRun) {
 
   t.test('an engine that dies before serving backs off, doubling', async (t) => {
     t.equal((await server.call('/v1/systemone', { body: BODY, key: secret })).status, 200, 'it serves before it is killed');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    t.ok(await primaryReadsCounters(server), 'the primary has read the counters since');
     const logged = server.log().length;
     fs.renameSync(model, `${model}.away`);
     process.kill(enginePid(server.pid)!, 'SIGKILL');
