@@ -73,28 +73,32 @@ if (cannotRun) {
     const { secret } = await server.createKey('deadline@example.com');
     const before = await cancelledJobs(server);
 
-    // 400 questions take far longer than three seconds on CPU; one takes far less.
-    const late = await server.call('/v1/systemone', { key: secret, body: { state: 'A long list follows.', questions: questions(400) } });
+    // 1,000 questions take far longer than three seconds on CPU (about 9 s here); one takes far less.
+    // (400 took about 3.5 s here: a faster machine would have answered them.)
+    const late = await server.call('/v1/systemone', { key: secret, body: { state: 'A long list follows.', questions: questions(1000) } });
     t.equal(late.status, 504);
     t.equal(late.json?.detail?.error_type, 'deadline_exceeded');
     t.match(late.json?.detail?.message, /deadline of 3 s.*ARBITRA_REQUEST_DEADLINE_SECONDS/);
     t.equal(late.json?.detail?.deadline_seconds, 3);
     t.equal(await cancelledReaching(server, before + 1), before + 1, 'the engine dropped the job');
 
-    // The same request from a client that hangs up after 200 ms.
-    const body = JSON.stringify({ state: 'Another long list follows.', questions: questions(400) });
-    await new Promise<void>((resolve) => {
-      const req = http.request(`${server.url}/v1/systemone`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      });
-      req.on('error', () => resolve());
-      req.end(body);
-      setTimeout(() => {
-        req.destroy();
-        resolve();
-      }, 200);
+    // The same request from a client that hangs up once the engine holds its job, long before the
+    // deadline would cancel it. (After a fixed 200 ms instead, a slowed server had not yet handed
+    // the job to the engine, and the worker dropped it before the engine counted it.)
+    const body = JSON.stringify({ state: 'Another long list follows.', questions: questions(1000) });
+    const req = http.request(`${server.url}/v1/systemone`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     });
+    req.on('error', () => {});
+    req.end(body);
+    let queued = 0;
+    for (const end = Date.now() + 2_000; queued <= 0 && Date.now() < end; ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      queued = metricValue((await server.call('/metrics')).text, 'arbitra_engine_queue_depth') ?? 0;
+    }
+    req.destroy();
+    t.ok(queued > 0, 'the engine held the job when the client hung up');
     t.equal(await cancelledReaching(server, before + 2), before + 2, 'the abandoned request was dropped from the engine');
 
     const after = await server.call('/v1/systemone', { key: secret, body: SMALL });
