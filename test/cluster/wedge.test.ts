@@ -1,16 +1,19 @@
 // A wedged engine heals like a killed one, and no request waits on it past its deadline. The fault
 // setting ARBITRA_FAULT_ENGINE_STALL stops the engine's scheduler after a few decodes, its process
 // alive and its socket answering, as a scheduler bug would: the requests it holds get no decode.
-// The first is answered 504 by its worker at the 4 s deadline, whatever the engine does. Past the
-// 5 s liveness bound the primary finds the engine wedged, /health and /metrics say so, it is
+// The first is answered 504 by its worker at the 8 s deadline, whatever the engine does. Past the
+// 12 s liveness bound the primary finds the engine wedged, /health and /metrics say so, it is
 // killed and restarted, the request it still held is answered 503 with Retry-After, and decisions
 // succeed again.
 import t from 'tap';
 import { cannotRun, metricValue, startServer } from '../integration/helpers/server.js';
 import { serveChildren } from './processes.js';
 
-const DEADLINE_S = 4;
-const LIVENESS_S = 5;
+// Seconds apart, so that a server slowed by a neighbouring test still answers the first request
+// at its deadline before the wedge is found (4 s and 5 s left that 1 s), and the second, which
+// waits for the kill from about the first's deadline, well inside its own.
+const DEADLINE_S = 8;
+const LIVENESS_S = 12;
 /** The bound, the watchdog's poll, the kill and the reload of the test model, with room for a loaded machine. */
 const ANSWER_WITHIN_MS = 60_000;
 const body = (n: number) => ({ state: `Ticket ${n}: the invoice was paid twice.`, questions: { q: { instructions: 'Is this about money?' } } });
@@ -60,7 +63,9 @@ if (cannotRun) {
     t.ok(held.ms < DEADLINE_S * 1000, `before its own deadline (${held.ms} ms)`);
     t.match(
       server.log(),
-      /engine 0 is wedged: it holds \d job\(s\) and has finished no decode for [\d.]+ s \(bound 5\.\d s\); killing it to restart it/,
+      new RegExp(
+        `engine 0 is wedged: it holds \\d job\\(s\\) and has finished no decode for [\\d.]+ s \\(bound ${LIVENESS_S}\\.\\d s\\); killing it to restart it`,
+      ),
       'the primary says why',
     );
 
