@@ -23,7 +23,7 @@ import type { Store } from '../../store/types.js';
 /** How long one answer of the store (its ping, the newest fit) is reused, so a flood of /health costs the database little. */
 const REUSE_MS = 1_000;
 /** /health answers within this even when the store does not (the store's own bounds are longer). */
-const WAIT_MS = 2_000;
+export const HEALTH_WAIT_MS = 2_000;
 
 /** What /health says under --calibration fitted when the newest fit could not be read in time. */
 const FIT_UNREAD = 'the newest fit was not read in time: the engine or the store did not answer';
@@ -44,8 +44,8 @@ export interface HealthRouteDeps {
 
 /**
  * An answer asked at most once per REUSE_MS and never while the last ask is still out (a hung
- * database must not fill the pool with pings), and waited for at most WAIT_MS: `failed` after that,
- * or when the ask fails.
+ * database must not fill the pool with pings), and waited for at most HEALTH_WAIT_MS: `failed`
+ * after that, or when the ask fails.
  */
 function reused<T>(ask: () => Promise<T>, failed: T): () => Promise<T> {
   let last: { at: number; answer: Promise<T> } | null = null;
@@ -57,7 +57,9 @@ function reused<T>(ask: () => Promise<T>, failed: T): () => Promise<T> {
       .catch(() => failed)
       .finally(() => (asking = false));
     let timer: NodeJS.Timeout | undefined;
-    const answer = Promise.race([asked, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(failed), WAIT_MS)))]).finally(() => clearTimeout(timer));
+    const answer = Promise.race([asked, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(failed), HEALTH_WAIT_MS)))]).finally(() =>
+      clearTimeout(timer),
+    );
     last = { at: Date.now(), answer };
     return answer;
   };
