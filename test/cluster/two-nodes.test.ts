@@ -143,7 +143,7 @@ if (cannotRun) {
       t.ok(freed, "the dead node's slots lapse and the key is admitted again");
       // With the default 30 s lease, renewed every 10 s, they could not lapse sooner than 20 s.
       const lapsedS = (Date.now() - killedAt) / 1000;
-      t.ok(lapsedS < 15, `they lapse with the configured 8 s lease: admitted again ${lapsedS.toFixed(1)} s after the kill`);
+      t.ok(lapsedS < 19, `they lapse with the configured 8 s lease: admitted again ${lapsedS.toFixed(1)} s after the kill`);
     });
 
     t.test('a node with another ARBITRA_KEY_SECRET is refused at start, saying why', async (t) => {

@@ -362,8 +362,15 @@ if (cannotRun) {
     t.match(closed.json?.detail?.message, 'ARBITRA_CONSOLE_TOKEN');
 
     const fast = await billed.createKey('fast@example.com');
-    await nextSecond();
-    const burst = await Promise.all([0, 1, 2].map(() => billed.call('/v1/systemone', { body: CHEAP, key: fast.secret })));
+    // The limiter counts by the clock's second: a burst that began and ended within one second met
+    // one window; one that a stalled machine stretched across two is sent again the next second.
+    let burst: Reply[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await nextSecond();
+      const began = Math.floor(Date.now() / 1000);
+      burst = await Promise.all([0, 1, 2].map(() => billed.call('/v1/systemone', { body: CHEAP, key: fast.secret })));
+      if (Math.floor(Date.now() / 1000) === began) break;
+    }
     t.same(statuses(burst), { 200: 1, 429: 2 }, 'one per second');
     for (const r of burst.filter((x) => x.status === 429)) {
       limited(t, r, 'rate_limited', 1);
