@@ -46,9 +46,6 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
   // crash loop, and backs off.
   let jobsAtReady = 0;
   let served = false;
-  // The running process's counters, read the way that marks it served: the watchdog reads them every
-  // second, a /metrics scrape whenever it comes, and either look counts.
-  let readStats: ((timeoutMs: number) => Promise<EngineStats>) | null = null;
   let restarts = 0;
   let wedges = 0;
   let resolveReady: (info: EngineInfo) => void = () => {};
@@ -103,15 +100,7 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
         address = msg.address;
         channel = openEngineChannel(msg.address);
         jobsAtReady = msg.jobsDone;
-        const own = channel;
-        const stats = async (ms: number): Promise<EngineStats> => {
-          const s = await own.stats(ms);
-          // An answer that arrives after this process died says nothing of its successor.
-          if (child === proc) served ||= s.jobsDone > jobsAtReady;
-          return s;
-        };
-        readStats = stats;
-        watchdog = watchLiveness({ stats, floorMs, onWedged: (why) => wedged(proc, why) });
+        watchdog = watchLiveness({ stats: readCounters, floorMs, onWedged: (why) => wedged(proc, why) });
         everReady = true;
         setStatus('ready');
         resolveReady(msg.info);
@@ -124,7 +113,6 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
       child = null;
       watchdog?.stop();
       watchdog = null;
-      readStats = null;
       channel?.close();
       channel = null;
       if (address && 'path' in parseEngineAddress(address)) removeEngineSocket(address);
@@ -152,8 +140,22 @@ export function startEngineHost(opts: EngineHostOptions): EngineHost {
     return channel.score(payload, signal);
   }
 
+  /**
+   * The running process's counters, read so that any look tells whether it has served: the
+   * watchdog's every second, a /metrics scrape whenever it comes.
+   */
+  async function readCounters(timeoutMs: number): Promise<EngineStats> {
+    const own = channel;
+    const proc = child;
+    if (!own) throw new EngineError('unavailable', 'the engine is not running');
+    const s = await own.stats(timeoutMs);
+    // An answer that arrives after this process died says nothing of its successor.
+    if (child === proc) served ||= s.jobsDone > jobsAtReady;
+    return s;
+  }
+
   async function stats(): Promise<EngineStats | null> {
-    return readStats ? readStats(STATS_TIMEOUT_MS).catch(() => null) : null;
+    return readCounters(STATS_TIMEOUT_MS).catch(() => null);
   }
 
   const host = engineHost({
