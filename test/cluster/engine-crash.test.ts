@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { cannotRun, metricValue, MODEL_FILE, startServer, type Server } from '../integration/helpers/server.js';
+import { cannotRun, metricValue, MODEL_FILE, startServer, until, type Server } from '../integration/helpers/server.js';
 import { serveChildren } from './processes.js';
 
 const BODY = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
@@ -20,12 +20,8 @@ function enginePid(primary: number): number | null {
  * served from any look at them, and a scrape of /metrics is one. (Waiting for the watchdog's look
  * each second instead, a primary slowed by a neighbouring test missed it and backed off.)
  */
-async function primaryReadsCounters(server: Server): Promise<boolean> {
-  for (const end = Date.now() + 10_000; Date.now() < end; ) {
-    if (metricValue((await server.call('/metrics')).text, 'arbitra_engine_decodes_total', { engine: '0' }) !== null) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return false;
+function primaryReadsCounters(server: Server): Promise<boolean> {
+  return until(async () => metricValue((await server.call('/metrics')).text, 'arbitra_engine_decodes_total', { engine: '0' }) !== null, 10_000, 100);
 }
 
 if (cannotRun) {

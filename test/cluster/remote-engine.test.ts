@@ -5,20 +5,10 @@
 // one's death costs no decision and it is taken back when it returns; with none left, 503 until
 // one is back.
 import t from 'tap';
-import { cannotRun, metricValue, startEngineNode, startServer, type EngineNode, type Server } from '../integration/helpers/server.js';
+import { cannotRun, metricValue, startEngineNode, startServer, until, type EngineNode, type Server } from '../integration/helpers/server.js';
 
 const SECRET = { ARBITRA_ENGINE_SECRET: 'remote-engine-test-secret-0123' };
 const BODY = { state: 'The parcel arrived broken and I want my money back.', questions: { refund: { instructions: 'Does the customer want a refund?' } } };
-const WITHIN_MS = 60_000;
-
-async function until(what: () => Promise<boolean>, ms = WITHIN_MS): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; ) {
-    if (await what()) return true;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return what();
-}
-
 async function engineStatuses(server: Server): Promise<string[]> {
   return (await server.call('/health')).json.engines.map((e: { status: string }) => e.status);
 }

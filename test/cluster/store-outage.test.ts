@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { HEALTH_WAIT_MS } from '../../src/api/routes/health.js';
 import { CONNECT_TIMEOUT_MS, POOL_WAIT_MS, QUERY_TIMEOUT_MS } from '../../src/store/postgres/db.js';
 import { postgresFor } from '../helpers/postgres.js';
-import { cannotRun, startServer, type Reply, type Server } from '../integration/helpers/server.js';
+import { cannotRun, startServer, until, type Reply, type Server } from '../integration/helpers/server.js';
 
 const KEY_SECRET = 'store-outage-key-secret-0123456789abcdef';
 const BODY = { state: 'The parcel arrived broken and I want my money back.', questions: { refund: { instructions: 'Does the customer want a refund?' } } };
@@ -25,10 +25,6 @@ if (cannotRun) {
     });
     t.teardown(() => node.stop());
 
-    const until = async (what: () => Promise<boolean>, ms: number): Promise<boolean> => {
-      for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 250))) if (await what()) return true;
-      return false;
-    };
     /** The call, and how long it took. */
     const timed = async (call: Promise<Reply>): Promise<Reply & { ms: number }> => {
       const start = Date.now();

@@ -6,18 +6,10 @@
 import fs from 'node:fs';
 import t from 'tap';
 import { hugeCall, replay, tamperingProxy } from '../helpers/engine-port-attacks.js';
-import { cannotRun, startEngineNode, startServer, type EngineNode, type Server } from '../integration/helpers/server.js';
+import { cannotRun, startEngineNode, startServer, until, type EngineNode, type Server } from '../integration/helpers/server.js';
 
 const SECRET = { ARBITRA_ENGINE_SECRET: 'hostile-engine-port-secret-0123' };
 const BODY = { state: 'The parcel arrived broken and I want my money back.', questions: { refund: { instructions: 'Does the customer want a refund?' } } };
-
-async function until(what: () => Promise<boolean>, ms = 60_000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; ) {
-    if (await what()) return true;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return what();
-}
 
 /** The resident memory of a process, from /proc. */
 function rss(pid: number): number {

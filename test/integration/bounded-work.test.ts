@@ -4,7 +4,7 @@
 // server keeps answering afterwards.
 import http from 'node:http';
 import t from 'tap';
-import { cannotRun, metricValue, startServer, type Server } from './helpers/server.js';
+import { cannotRun, metricValue, startServer, until, type Server } from './helpers/server.js';
 
 const SMALL = { state: 'The invoice was paid twice.', questions: { q: { instructions: 'Is this about money?' } } };
 
@@ -92,13 +92,9 @@ if (cannotRun) {
     });
     req.on('error', () => {});
     req.end(body);
-    let queued = 0;
-    for (const end = Date.now() + 2_000; queued <= 0 && Date.now() < end; ) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      queued = metricValue((await server.call('/metrics')).text, 'arbitra_engine_queue_depth') ?? 0;
-    }
+    const queued = await until(async () => (metricValue((await server.call('/metrics')).text, 'arbitra_engine_queue_depth') ?? 0) > 0, 2_000, 20);
     req.destroy();
-    t.ok(queued > 0, 'the engine held the job when the client hung up');
+    t.ok(queued, 'the engine held the job when the client hung up');
     t.equal(await cancelledReaching(server, before + 2), before + 2, 'the abandoned request was dropped from the engine');
 
     const after = await server.call('/v1/systemone', { key: secret, body: SMALL });

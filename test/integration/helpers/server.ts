@@ -326,6 +326,17 @@ export async function startEngineNode(env: Record<string, string>, opts: { port?
   return { address, port, pid: child.pid!, log: () => log, kill9: () => stopWith('SIGKILL'), stop: () => stopWith('SIGTERM') };
 }
 
+/** Whether `what` comes true within `ms`: asked at once, every `everyMs` after, and at the end. */
+export async function until(what: () => Promise<boolean>, ms = 60_000, everyMs = 200): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await what()) return true;
+    const left = end - Date.now();
+    if (left <= 0) return false;
+    await new Promise((r) => setTimeout(r, Math.min(everyMs, left)));
+  }
+}
+
 /** Resolves just after the next whole second, so per-second windows start fresh. */
 export async function nextSecond(): Promise<void> {
   await new Promise((r) => setTimeout(r, 1005 - (Date.now() % 1000)));
